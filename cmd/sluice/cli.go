@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+const usage = `sluice — an egress gateway for sandboxed agents and CI jobs
+
+Usage:
+  sluice serve [--config FILE] [--data-dir DIR] [--proxy ADDR]
+  sluice ca export --tenant T --out DIR [--config FILE] [--proxy-url URL] [--container-dir DIR]
+  sluice config check [--config FILE]
+  sluice version
+
+Without --config, sluice runs on its embedded default: data in ./sluice-data,
+proxy on 127.0.0.1:3128, one tenant "default" that may reach nothing.
+`
+
+// errUsage marks a command line that could not be understood (exit 2).
+var errUsage = errors.New("usage")
+
+// Run runs one sluice command and returns the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "sluice: %v\n\n%s", err, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		return 1
+	}
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, stdout, stderr)
+	case "ca":
+		if len(rest) == 0 || rest[0] != "export" {
+			return fmt.Errorf("%w: sluice ca export --tenant T --out DIR", errUsage)
+		}
+		return runCAExport(rest[1:], stdout, stderr)
+	case "config":
+		if len(rest) == 0 || rest[0] != "check" {
+			return fmt.Errorf("%w: sluice config check --config FILE", errUsage)
+		}
+		return runConfigCheck(rest[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "sluice", versionString())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown command %q (want one of serve, ca, config, version)", errUsage, strings.TrimSpace(cmd))
+	}
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// loadConfig reads the config file, or takes the embedded default when path
+// is empty. For the default it creates the tenant token on first start.
+func loadConfig(path, dataDir string) (*rules.Config, error) {
+	var cfg *rules.Config
+	if path == "" {
+		cfg = rules.Default()
+	} else {
+		var err error
+		if cfg, err = rules.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	cfg.DataDir = resolve(cfg, cfg.DataDir)
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w (set data_dir or --data-dir to a writable directory)", err)
+	}
+	if path == "" {
+		for name, t := range cfg.Tenants {
+			if t.TokenFile == "" {
+				continue
+			}
+			t.TokenFile = filepath.Join(cfg.DataDir, filepath.Base(t.TokenFile))
+			if err := ensureToken(t.TokenFile); err != nil {
+				return nil, fmt.Errorf("tenant %s: %w", name, err)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// resolve makes p absolute against the config file's directory (the working
+// directory for the embedded default).
+func resolve(cfg *rules.Config, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	base := "."
+	if cfg.Path != "" {
+		base = filepath.Dir(cfg.Path)
+	}
+	abs, err := filepath.Abs(filepath.Join(base, p))
+	if err != nil {
+		return filepath.Join(base, p)
+	}
+	return abs
+}
+
+// ensureToken creates a random token file (0600) unless one exists.
+func ensureToken(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(rand.Reader, b); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
+}
+
+// writeFileAtomic writes via a temp file and rename, so a crash never leaves
+// half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func runConfigCheck(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("config check", stderr)
+	path := fs.String("config", "", "config file to check (default: the embedded default)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var cfg *rules.Config
+	var err error
+	if *path == "" {
+		cfg = rules.Default()
+		err = cfg.Validate()
+	} else {
+		cfg, err = rules.Load(*path)
+	}
+	if err != nil {
+		return err
+	}
+	if *path != "" {
+		if _, err := rules.Compile(cfg); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "config ok: %d tenant(s)\n", len(cfg.Tenants))
+	return nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// tenantToken reads a tenant's token from its reference (file or env var).
+// Only export needs the clear value: it goes into the container's env file.
+func tenantToken(cfg *rules.Config, name string) (string, error) {
+	t, ok := cfg.Tenants[name]
+	if !ok {
+		return "", fmt.Errorf("no tenant %q in the config", name)
+	}
+	var raw string
+	switch {
+	case t.TokenFile != "":
+		b, err := os.ReadFile(resolve(cfg, t.TokenFile))
+		if err != nil {
+			return "", fmt.Errorf("tenant %s: read token_file: %w", name, err)
+		}
+		raw = string(b)
+	case t.TokenEnv != "":
+		raw = os.Getenv(t.TokenEnv)
+	}
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", fmt.Errorf("tenant %s: token is empty (set token_file or token_env)", name)
+	}
+	return raw, nil
+}
+
+// proxyURL is the proxy as a container reaches it, with the credentials.
+func proxyURL(hostport, user, token string) *url.URL {
+	return &url.URL{Scheme: "http", User: url.UserPassword(user, token), Host: hostport}
+}
+
+// envLines are the lines of sluice.env: the proxy for every client spelling
+// and the trust files for every tool that reads its own.
+func envLines(proxy *url.URL, caPath, bundlePath string) []string {
+	p := proxy.String()
+	lines := []string{
+		"HTTPS_PROXY=" + p, "https_proxy=" + p,
+		"HTTP_PROXY=" + p, "http_proxy=" + p,
+	}
+	return append(lines, ca.TrustEnv(caPath, bundlePath)...)
+}
+
+// maskedEnv shows env lines with the proxy token hidden, for printing.
+func maskedEnv(lines []string, token string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.ReplaceAll(l, url.QueryEscape(token), "****")
+		out[i] = strings.ReplaceAll(out[i], token, "****")
+	}
+	return out
+}
+
+// exportTenant writes ca.pem, bundle.pem and sluice.env (0600: it holds the
+// proxy credential) for one tenant into outDir. containerDir, when set, is
+// where the container will see outDir mounted.
+func exportTenant(cfg *rules.Config, store *ca.Store, tenant, outDir, proxyHostport, containerDir string) (envPath string, lines []string, token string, err error) {
+	auth, err := store.Authority(tenant)
+	if err != nil {
+		return "", nil, "", err
+	}
+	caPath, bundlePath, err := auth.Export(outDir)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if containerDir != "" {
+		caPath = filepath.Join(containerDir, filepath.Base(caPath))
+		bundlePath = filepath.Join(containerDir, filepath.Base(bundlePath))
+	}
+	token, err = tenantToken(cfg, tenant)
+	if err != nil {
+		return "", nil, "", err
+	}
+	lines = envLines(proxyURL(proxyHostport, tenant, token), caPath, bundlePath)
+	envPath = filepath.Join(outDir, "sluice.env")
+	if err := writeFileAtomic(envPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		return "", nil, "", fmt.Errorf("write %s: %w", envPath, err)
+	}
+	return envPath, lines, token, nil
+}
+
+// caStore opens the CA store under the data dir with the configured
+// passphrase.
+func caStore(cfg *rules.Config) (*ca.Store, error) {
+	s := &ca.Store{Dir: filepath.Join(cfg.DataDir, "ca"), LeafTTL: time.Duration(cfg.CA.LeafTTL)}
+	switch {
+	case cfg.CA.PassphraseFile != "":
+		b, err := os.ReadFile(resolve(cfg, cfg.CA.PassphraseFile))
+		if err != nil {
+			return nil, fmt.Errorf("ca passphrase_file: %w", err)
+		}
+		s.Passphrase = []byte(strings.TrimSpace(string(b)))
+	case cfg.CA.PassphraseEnv != "":
+		v := os.Getenv(cfg.CA.PassphraseEnv)
+		if v == "" {
+			return nil, fmt.Errorf("ca passphrase_env: %s is empty", cfg.CA.PassphraseEnv)
+		}
+		s.Passphrase = []byte(v)
+	}
+	return s, nil
+}
+
+// reachableProxy turns a listen address into one a client can use: an
+// unspecified host (0.0.0.0, ::) becomes loopback.
+func reachableProxy(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func runCAExport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("ca export", stderr)
+	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
+	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir)")
+	tenant := fs.String("tenant", "", "tenant whose trust files to export (required)")
+	out := fs.String("out", "", "directory to write ca.pem, bundle.pem and sluice.env into (required)")
+	proxy := fs.String("proxy", "", "host:port of the gateway as the container reaches it (default: listen.proxy)")
+	containerDir := fs.String("container-dir", "", "where the container sees --out mounted (default: --out itself)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *tenant == "" || *out == "" {
+		return fmt.Errorf("%w: --tenant and --out are required", errUsage)
+	}
+	cfg, err := loadConfig(*cfgPath, *dataDir)
+	if err != nil {
+		return err
+	}
+	store, err := caStore(cfg)
+	if err != nil {
+		return err
+	}
+	hostport := *proxy
+	if hostport == "" {
+		hostport = reachableProxy(cfg.Listen.Proxy)
+	}
+	outDir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	envPath, _, _, err := exportTenant(cfg, store, *tenant, outDir, hostport, *containerDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s, %s and %s\n", filepath.Join(outDir, "ca.pem"), filepath.Join(outDir, "bundle.pem"), envPath)
+	return nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// Server is a running gateway wired from a config: Open binds the
+// listeners, Run serves until the context ends, then drains.
+type Server struct {
+	Config *rules.Config
+	// DrainTimeout bounds how long open tunnels may finish on shutdown. Zero: 30s.
+	DrainTimeout time.Duration
+	Stdout       io.Writer
+	Logger       *slog.Logger
+
+	engine  *rules.Engine
+	cas     *ca.Store
+	gw      *gateway.Gateway
+	proxyLn net.Listener
+	events  *eventLog
+}
+
+// Open checks and loads everything the gateway needs and binds the proxy
+// listener. Nothing is served before all of it succeeded (fail closed).
+func (s *Server) Open() error {
+	cfg := s.Config
+	engine, err := rules.Compile(cfg)
+	if err != nil {
+		return err
+	}
+	s.engine = engine
+	if s.cas, err = caStore(cfg); err != nil {
+		return err
+	}
+	s.cas.Logger = s.Logger
+	roots, err := upstreamRoots(cfg)
+	if err != nil {
+		return err
+	}
+	s.events = &eventLog{Logger: s.Logger}
+	s.gw = &gateway.Gateway{
+		Policy:  engine,
+		Leaf:    s.leaf,
+		Dialer:  &guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger},
+		RootCAs: roots,
+		Events:  s.events,
+		Logger:  s.Logger,
+	}
+	// Create every tenant's CA now: a CA that cannot be created or loaded is
+	// a start-up error, not a surprise on the first CONNECT.
+	for _, t := range engine.Tenants() {
+		if _, err := s.cas.Authority(t); err != nil {
+			return fmt.Errorf("tenant %s: %w", t, err)
+		}
+	}
+	s.proxyLn, err = net.Listen("tcp", cfg.Listen.Proxy)
+	if err != nil {
+		return fmt.Errorf("proxy listener: %w (change listen.proxy or --proxy)", err)
+	}
+	return nil
+}
+
+func (s *Server) leaf(tenant, host string) (*tls.Certificate, error) {
+	a, err := s.cas.Authority(tenant)
+	if err != nil {
+		return nil, err
+	}
+	return a.Leaf(host)
+}
+
+// ProxyAddr is the bound proxy address (useful with port 0).
+func (s *Server) ProxyAddr() string { return s.proxyLn.Addr().String() }
+
+// Run serves until ctx ends, then drains open tunnels for DrainTimeout.
+func (s *Server) Run(ctx context.Context) error {
+	s.announce()
+	errc := make(chan error, 1)
+	go func() { errc <- s.gw.Serve(s.proxyLn) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	drain := s.DrainTimeout
+	if drain <= 0 {
+		drain = 30 * time.Second
+	}
+	s.Logger.Info("shutting down", "open_tunnels", s.gw.OpenTunnels(), "drain_timeout", drain)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := s.gw.Shutdown(sctx)
+	<-errc
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.Logger.Warn("drain timeout: closed the tunnels still open")
+		err = nil
+	}
+	s.Logger.Info("stopped")
+	return err
+}
+
+// announce prints what a platform needs to point a container at the gateway.
+// The proxy token is never printed: it is in the 0600 env file.
+func (s *Server) announce() {
+	cfg := s.Config
+	hostport := reachableProxy(s.ProxyAddr())
+	w := s.Stdout
+	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
+	for _, t := range s.engine.Tenants() {
+		out := filepath.Join(cfg.DataDir, "export", t)
+		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")
+		if err != nil {
+			fmt.Fprintf(w, "tenant %s: export failed: %v\n", t, err)
+			continue
+		}
+		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n  env lines:\n",
+			t, filepath.Join(out, "ca.pem"), envPath)
+		for _, l := range maskedEnv(lines, token) {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
+	if len(s.engine.Tenants()) == 1 && cfg.Path == "" {
+		fmt.Fprintln(w, "policy: the embedded default allows nothing; run with --config FILE to allow hosts")
+	}
+}
+
+// upstreamRoots is the system pool plus upstream.extra_roots.
+func upstreamRoots(cfg *rules.Config) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	for _, p := range cfg.Upstream.ExtraRoots {
+		path := resolve(cfg, p)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("upstream.extra_roots: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("upstream.extra_roots: %s holds no PEM certificate", path)
+		}
+	}
+	return pool, nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
+	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir)")
+	proxy := fs.String("proxy", "", "proxy listen address (overrides listen.proxy)")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "how long open tunnels may finish on SIGTERM")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(*logLevel))); err != nil {
+		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg, err := loadConfig(*cfgPath, *dataDir)
+	if err != nil {
+		return err
+	}
+	if *proxy != "" {
+		cfg.Listen.Proxy = *proxy
+	}
+	s := &Server{Config: cfg, DrainTimeout: *drain, Stdout: stdout, Logger: logger}
+	if err := s.Open(); err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}

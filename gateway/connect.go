@@ -1,0 +1,342 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// connect handles CONNECT host:port: refuse, tunnel blind (passthrough) or
+// open the TLS inside with the tenant's CA (inspect).
+func (g *Gateway) connect(w http.ResponseWriter, r *http.Request, id rules.Identity) {
+	rawHost, port := splitHostPortDefault(r.Host, -1)
+	host, err := rules.NormalizeHost(rawHost)
+	if err != nil || port <= 0 {
+		g.refuse(w, r, refusal{id: id, status: http.StatusBadRequest, reason: rules.ReasonBadHost,
+			host: rawHost, port: port, msg: "CONNECT needs host:port with a valid host name"})
+		return
+	}
+	d := g.Policy.Decide(rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect})
+	switch d.Action {
+	case rules.Passthrough:
+		g.passthrough(w, r, id, d, host, port)
+	case rules.Inspect:
+		g.inspect(w, r, id, d, host, port)
+	default:
+		g.refuse(w, r, policyRefusal(id, d, host, port, ""))
+	}
+}
+
+// hijack takes over the client connection after a 200 to CONNECT. Bytes the
+// client already sent after the CONNECT (a pipelined ClientHello) may sit in
+// the server's buffered reader: they are handed on, not lost.
+func hijack(w http.ResponseWriter) (net.Conn, error) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return nil, errors.New("gateway: connection cannot be hijacked (HTTP/2 client connection?)")
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return withBuffered(conn, brw.Reader), nil
+}
+
+func withBuffered(conn net.Conn, br *bufio.Reader) net.Conn {
+	n := br.Buffered()
+	if n == 0 {
+		return conn
+	}
+	peeked, _ := br.Peek(n)
+	return &prefixConn{Conn: conn, r: io.MultiReader(bytes.NewReader(bytes.Clone(peeked)), conn)}
+}
+
+// prefixConn reads from r (buffered bytes, then the connection) and writes to Conn.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// passthrough tunnels blind to a host configured so. The address is still
+// checked by the guard, and the ClientHello's SNI must name the CONNECT host.
+func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int) {
+	up, err := g.Dialer.Dial(r.Context(), guard.Target{Host: host, Port: port, Allow: g.Policy.AllowedAddresses(d)})
+	if err != nil {
+		g.refuse(w, r, dialRefusal(id, err, host, port, ""))
+		return
+	}
+	client, err := hijack(w)
+	if err != nil {
+		up.Close()
+		g.logger().Warn("hijack failed", logHost, host, logErr, err)
+		return
+	}
+	t := g.track(client, up)
+	if t == nil {
+		return
+	}
+	defer g.untrack(t)
+
+	client.SetReadDeadline(time.Now().Add(g.handshakeTimeout()))
+	hello, replay, err := peekClientHello(client)
+	client.SetReadDeadline(time.Time{})
+	if err != nil || !sniMatches(hello.ServerName, host) {
+		g.record(r.Context(), r, refusal{id: id, reason: ReasonDomainFronting, host: host, port: port})
+		return
+	}
+	splice(&prefixConn{Conn: client, r: replay}, up)
+}
+
+// sniMatches reports whether the SNI a client sent fits the CONNECT host. An
+// IP literal CONNECT carries no SNI; a name must be repeated exactly.
+func sniMatches(sni, host string) bool {
+	if sni == "" {
+		return isIPLiteral(host)
+	}
+	n, err := rules.NormalizeHost(sni)
+	return err == nil && n == host
+}
+
+func isIPLiteral(host string) bool { return net.ParseIP(host) != nil }
+
+// splice copies both ways until either side ends, then closes both.
+func splice(a, b net.Conn) {
+	var once sync.Once
+	closeBoth := func() { once.Do(func() { a.Close(); b.Close() }) }
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(a, b); closeBoth(); done <- struct{}{} }()
+	go func() { io.Copy(b, a); closeBoth(); done <- struct{}{} }()
+	<-done
+	<-done
+}
+
+// inspect opens the client's TLS with a leaf from the tenant's CA and serves
+// the requests inside, each one checked before it is forwarded.
+func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int) {
+	if g.Leaf == nil {
+		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonCAUnavailable,
+			host: host, port: port, msg: "the gateway has no CA to inspect with"})
+		return
+	}
+	// Mint (or fetch) the leaf before answering 200, so that a CA failure is
+	// an HTTP error the client can read rather than a broken handshake.
+	leaf, err := g.Leaf(id.Tenant, host)
+	if err != nil {
+		g.logger().Error("leaf certificate", logTenant, id.Tenant, logHost, host, logErr, err)
+		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonCAUnavailable,
+			host: host, port: port, msg: "the tenant CA could not sign for this host"})
+		return
+	}
+	client, err := hijack(w)
+	if err != nil {
+		g.logger().Warn("hijack failed", logHost, host, logErr, err)
+		return
+	}
+	var fronted bool
+	tlsConn := tls.Server(client, &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// HTTP/2 is negotiated down to HTTP/1.1, where every request is
+		// served (and checked) one by one.
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if !sniMatches(hello.ServerName, host) {
+				fronted = true
+				return nil, errors.New("SNI does not match the CONNECT host")
+			}
+			return leaf, nil
+		},
+	})
+	t := g.track(tlsConn, nil)
+	if t == nil {
+		return
+	}
+	defer g.untrack(t)
+
+	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
+	err = tlsConn.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		reason := ReasonTLSHandshake
+		if fronted {
+			reason = ReasonDomainFronting
+		}
+		g.record(r.Context(), r, refusal{id: id, reason: reason, host: host, port: port})
+		return
+	}
+
+	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
+	srv := &http.Server{
+		Handler:           tun,
+		ReadHeaderTimeout: g.handshakeTimeout(),
+		IdleTimeout:       g.idleTimeout(),
+		ErrorLog:          discardLog,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithoutCancel(r.Context())
+		},
+	}
+	t.setServer(srv)
+	l := newOneConnListener(tlsConn)
+	srv.Serve(l)
+	l.wait()
+}
+
+// innerHandler serves the requests inside one inspected tunnel.
+type innerHandler struct {
+	g      *Gateway
+	id     rules.Identity
+	host   string
+	port   int
+	client string
+}
+
+func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g := h.g
+	r.RemoteAddr = h.client
+	// The tunnel was opened for one authority: a request for another one is
+	// domain fronting, whatever the policy says about that other host.
+	reqHost, reqPort := splitHostPortDefault(r.Host, h.port)
+	if n, err := rules.NormalizeHost(reqHost); err != nil || n != h.host || reqPort != h.port {
+		g.refuse(w, r, refusal{id: h.id, status: http.StatusForbidden, reason: ReasonDomainFronting,
+			host: h.host, port: h.port, path: r.URL.Path,
+			msg: "the request's Host differs from the CONNECT host"})
+		return
+	}
+	ws, ok := upgradeKind(r)
+	if !ok {
+		g.refuse(w, r, refusal{id: h.id, status: http.StatusForbidden, reason: ReasonUpgradeNotAllowed,
+			host: h.host, port: h.port, path: r.URL.Path, msg: "only WebSocket upgrades are supported"})
+		return
+	}
+	d := g.Policy.Decide(rules.Query{Identity: h.id, Host: h.host, Port: h.port,
+		Method: r.Method, Path: r.URL.EscapedPath(), WebSocket: ws, Stage: rules.StageRequest})
+	if d.Action != rules.Allow {
+		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
+		return
+	}
+	g.forward(w, r, h.id, d, "https", h.host, h.port)
+}
+
+// upgradeKind reports whether r asks for a WebSocket upgrade; ok is false for
+// any other upgrade (h2c and friends), which would leave the checks behind.
+func upgradeKind(r *http.Request) (websocket, ok bool) {
+	up := r.Header.Get("Upgrade")
+	if up == "" && !headerHasToken(r.Header, "Connection", "upgrade") {
+		return false, true
+	}
+	return strings.EqualFold(strings.TrimSpace(up), "websocket"), strings.EqualFold(strings.TrimSpace(up), "websocket")
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, part := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// oneConnListener hands one connection to http.Server.Serve. Accept then
+// blocks until the listener is closed (Shutdown closes it and waits for
+// Serve to return before it closes idle connections); wait blocks until the
+// connection itself is closed.
+type oneConnListener struct {
+	conn      net.Conn
+	once      sync.Once
+	connDone  chan struct{}
+	closeOnce sync.Once
+	doneOnce  sync.Once
+	closed    chan struct{}
+}
+
+func newOneConnListener(c net.Conn) *oneConnListener {
+	l := &oneConnListener{connDone: make(chan struct{}), closed: make(chan struct{})}
+	l.conn = &notifyConn{Conn: c, onClose: func() {
+		l.doneOnce.Do(func() { close(l.connDone) })
+		l.Close()
+	}}
+	return l
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	var c net.Conn
+	l.once.Do(func() { c = l.conn })
+	if c != nil {
+		return c, nil
+	}
+	<-l.closed
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return l.conn.LocalAddr() }
+func (l *oneConnListener) wait()          { <-l.connDone }
+
+type notifyConn struct {
+	net.Conn
+	onClose func()
+}
+
+func (c *notifyConn) Close() error {
+	err := c.Conn.Close()
+	c.onClose()
+	return err
+}
+
+// peekClientHello reads the client's ClientHello without answering it and
+// returns a reader that replays the bytes read, followed by the rest.
+func peekClientHello(c net.Conn) (*tls.ClientHelloInfo, io.Reader, error) {
+	var seen bytes.Buffer
+	var hello *tls.ClientHelloInfo
+	errStop := errors.New("hello read")
+	err := tls.Server(readOnlyConn{r: io.TeeReader(c, &seen)}, &tls.Config{
+		GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+			hello = &tls.ClientHelloInfo{ServerName: h.ServerName}
+			return nil, errStop
+		},
+	}).Handshake()
+	if hello == nil {
+		if err == nil {
+			err = errors.New("no ClientHello")
+		}
+		return nil, nil, err
+	}
+	return hello, io.MultiReader(&seen, c), nil
+}
+
+// readOnlyConn lets crypto/tls parse a ClientHello without writing back.
+type readOnlyConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c readOnlyConn) Read(p []byte) (int, error)         { return c.r.Read(p) }
+func (c readOnlyConn) Write(p []byte) (int, error)        { return 0, io.ErrClosedPipe }
+func (c readOnlyConn) Close() error                       { return nil }
+func (c readOnlyConn) LocalAddr() net.Addr                { return nil }
+func (c readOnlyConn) RemoteAddr() net.Addr               { return nil }
+func (c readOnlyConn) SetDeadline(t time.Time) error      { return nil }
+func (c readOnlyConn) SetReadDeadline(t time.Time) error  { return nil }
+func (c readOnlyConn) SetWriteDeadline(t time.Time) error { return nil }

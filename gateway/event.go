@@ -1,0 +1,49 @@
+package gateway
+
+import (
+	"context"
+	"time"
+)
+
+// Reasons the gateway itself gives for a refusal, besides the policy's own
+// (rules.Reason*). They are sent in the Sluice-Reason header and counted.
+const (
+	ReasonAuthRequired       = "proxy-auth-required"
+	ReasonAddressNotAllowed  = "address-not-allowed"
+	ReasonDomainFronting     = "domain-fronting"
+	ReasonUpgradeNotAllowed  = "upgrade-not-allowed"
+	ReasonNotProxyRequest    = "not-a-proxy-request"
+	ReasonUpstreamTLS        = "upstream-tls-failed"
+	ReasonUpstreamUnreachble = "upstream-unreachable"
+	ReasonTLSHandshake       = "client-tls-failed"
+	ReasonCAUnavailable      = "ca-unavailable"
+)
+
+// Event is one thing the gateway refused, blocked or flagged. It never holds a
+// secret: no query string, no header values, no body.
+type Event struct {
+	Time   time.Time
+	Tenant string // "" when the client did not authenticate
+	Class  string
+	Run    string
+	Kind   string // "deny" for refusals; later issues add "secret", "exfil-link", …
+	Reason string // e.g. "host-not-allowed"
+	Action string // "block" (refused) or "alert" (forwarded, recorded)
+	Host   string
+	Port   int
+	Method string
+	Path   string // path without the query string
+	Client string // the client's address as the gateway saw it
+}
+
+// EventSink receives the gateway's events. Emit must not block for long: it is
+// called on the request path. It returns the incident id when the event was
+// recorded as one, or "".
+type EventSink interface {
+	Emit(ctx context.Context, e Event) (incidentID string)
+}
+
+// discardSink is used when Gateway.Events is nil.
+type discardSink struct{}
+
+func (discardSink) Emit(context.Context, Event) string { return "" }

@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// plain forwards an absolute-form http:// request after the policy allows it.
+func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identity) {
+	rawHost, port := splitHostPortDefault(r.URL.Host, 80)
+	host, err := rules.NormalizeHost(rawHost)
+	if err != nil || port <= 0 {
+		g.refuse(w, r, refusal{id: id, status: http.StatusBadRequest, reason: rules.ReasonBadHost,
+			host: rawHost, port: port, msg: "the request URL has no valid host"})
+		return
+	}
+	ws, ok := upgradeKind(r)
+	if !ok {
+		g.refuse(w, r, refusal{id: id, status: http.StatusForbidden, reason: ReasonUpgradeNotAllowed,
+			host: host, port: port, path: r.URL.Path, msg: "only WebSocket upgrades are supported"})
+		return
+	}
+	d := g.Policy.Decide(rules.Query{Identity: id, Host: host, Port: port,
+		Method: r.Method, Path: r.URL.EscapedPath(), WebSocket: ws, Stage: rules.StageRequest})
+	if d.Action != rules.Allow {
+		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
+		return
+	}
+	g.forward(w, r, id, d, "http", host, port)
+}
+
+// dialKey carries what the transport's dialer must know about the request
+// being forwarded: the checked host and what it may reach.
+type dialKey struct{}
+
+type dialInfo struct {
+	host  string
+	port  int
+	allow []netip.Prefix
+}
+
+// forward sends an allowed request upstream to scheme://host:port.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, scheme, host string, port int) {
+	allow := g.Policy.AllowedAddresses(d)
+	info := &dialInfo{host: host, port: port, allow: allow}
+	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = target.Scheme
+			pr.Out.URL.Host = target.Host
+			pr.Out.Host = r.Host
+			// Credentials for the gateway never travel on.
+			pr.Out.Header.Del("Proxy-Authorization")
+			pr.Out.Header.Del("Proxy-Connection")
+			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
+		},
+		Transport:     g.transport(id.Tenant, allow),
+		FlushInterval: -1, // stream: event streams and long polls must not wait for a buffer
+		ErrorLog:      discardLog,
+		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			g.refuse(w, r, dialRefusal(id, err, host, port, r.URL.Path))
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// dialRefusal turns an upstream failure into the answer the client gets.
+func dialRefusal(id rules.Identity, err error, host string, port int, path string) refusal {
+	f := refusal{id: id, host: host, port: port, path: path}
+	var tlsErr *tls.CertificateVerificationError
+	switch {
+	case errors.Is(err, guard.ErrAddressDenied):
+		f.status, f.reason = http.StatusForbidden, ReasonAddressNotAllowed
+		f.msg = "the host resolves to an address the gateway never dials (loopback, private, metadata or its own)"
+	case errors.As(err, &tlsErr):
+		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamTLS
+		f.msg = "the upstream's certificate did not verify: " + tlsErr.Err.Error()
+	default:
+		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamUnreachble
+		f.msg = "could not reach the upstream: " + shortErr(err)
+	}
+	return f
+}
+
+// shortErr keeps the last, most specific part of an error chain.
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		return s[i+2:]
+	}
+	return s
+}
+
+// transport returns the tenant's upstream transport. Transports are kept per
+// tenant and dial allowance, so that no pooled connection crosses tenants or
+// reaches an address the request's own entry did not open.
+func (g *Gateway) transport(tenant string, allow []netip.Prefix) *http.Transport {
+	key := tenant
+	for _, p := range allow {
+		key += "|" + p.String()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t, ok := g.transports[key]; ok {
+		return t
+	}
+	t := &http.Transport{
+		Proxy: nil, // never follow HTTPS_PROXY around the guard
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			info, _ := ctx.Value(dialKey{}).(*dialInfo)
+			if info == nil {
+				return nil, errors.New("gateway: dial without a checked target")
+			}
+			return g.Dialer.Dial(ctx, guard.Target{Host: info.host, Port: info.port, Allow: info.allow})
+		},
+		TLSClientConfig:       &tls.Config{RootCAs: g.RootCAs, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute,
+	}
+	if g.transports == nil {
+		g.transports = make(map[string]*http.Transport)
+	}
+	g.transports[key] = t
+	return t
+}

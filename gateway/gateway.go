@@ -1,0 +1,243 @@
+// Package gateway is Sluice's explicit proxy: it identifies the client, asks the
+// policy about every CONNECT and every request inside an opened tunnel, opens
+// allowed HTTPS with the tenant's CA and dials upstream only through the guard.
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// Policy identifies clients and decides what they may reach. *rules.Engine
+// implements it; a reloading wrapper may swap engines underneath.
+type Policy interface {
+	Identify(user, token string) (rules.Identity, error)
+	Decide(q rules.Query) rules.Decision
+	AllowedAddresses(d rules.Decision) []netip.Prefix
+}
+
+// Dialer opens upstream connections after checking the resolved address.
+// *guard.Dialer implements it.
+type Dialer interface {
+	Dial(ctx context.Context, t guard.Target) (net.Conn, error)
+}
+
+var (
+	_ Policy = (*rules.Engine)(nil)
+	_ Dialer = (*guard.Dialer)(nil)
+)
+
+// Log attribute keys, so that every line spells them the same way.
+const (
+	logTenant = "tenant"
+	logClass  = "class"
+	logHost   = "host"
+	logPort   = "port"
+	logReason = "reason"
+	logClient = "client"
+	logErr    = "err"
+)
+
+// Gateway is the proxy handler. Serve it with Serve, or as an http.Handler on
+// a server whose connections it may hijack.
+type Gateway struct {
+	// Policy is required: without it every request is refused (fail closed).
+	Policy Policy
+	// Leaf returns the certificate for host signed by tenant's CA. Required
+	// for inspection; nil refuses every CONNECT that would be inspected.
+	Leaf func(tenant, host string) (*tls.Certificate, error)
+	// Dialer is required: it is the only way upstream.
+	Dialer Dialer
+	// RootCAs verifies upstream TLS. nil: the system roots.
+	RootCAs *x509.CertPool
+	// Events receives refusals. nil: discarded.
+	Events EventSink
+	// Logger nil: slog.Default().
+	Logger *slog.Logger
+	// HandshakeTimeout bounds the client's TLS handshake inside a tunnel. Zero: 10s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes an inspected tunnel idle for this long. Zero: 2m.
+	IdleTimeout time.Duration
+
+	mu         sync.Mutex
+	transports map[string]*http.Transport // by tenant and dial allowances
+	tunnels    map[*tunnel]struct{}
+	draining   bool
+	server     *http.Server
+}
+
+func (g *Gateway) logger() *slog.Logger {
+	if g.Logger != nil {
+		return g.Logger
+	}
+	return slog.Default()
+}
+
+func (g *Gateway) events() EventSink {
+	if g.Events != nil {
+		return g.Events
+	}
+	return discardSink{}
+}
+
+func (g *Gateway) handshakeTimeout() time.Duration {
+	if g.HandshakeTimeout > 0 {
+		return g.HandshakeTimeout
+	}
+	return 10 * time.Second
+}
+
+func (g *Gateway) idleTimeout() time.Duration {
+	if g.IdleTimeout > 0 {
+		return g.IdleTimeout
+	}
+	return 2 * time.Minute
+}
+
+// ServeHTTP handles CONNECT and absolute-form HTTP requests from clients.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, ok := g.identify(w, r)
+	if !ok {
+		return
+	}
+	switch {
+	case r.Method == http.MethodConnect:
+		g.connect(w, r, id)
+	case r.URL.IsAbs() && r.URL.Scheme == "http":
+		g.plain(w, r, id)
+	default:
+		// An origin-form request reached the proxy port, or https:// in
+		// absolute form: clients must use CONNECT for TLS.
+		g.refuse(w, r, refusal{id: id, status: http.StatusBadRequest, reason: ReasonNotProxyRequest,
+			msg: "send requests through the proxy (HTTP_PROXY/HTTPS_PROXY); HTTPS goes through CONNECT"})
+	}
+}
+
+// identify reads Proxy-Authorization. On failure it answers 407 itself.
+func (g *Gateway) identify(w http.ResponseWriter, r *http.Request) (rules.Identity, bool) {
+	user, token, ok := proxyCredentials(r.Header.Get("Proxy-Authorization"))
+	var id rules.Identity
+	var err error
+	if ok && g.Policy != nil {
+		id, err = g.Policy.Identify(user, token)
+	}
+	if !ok || g.Policy == nil || err != nil {
+		w.Header().Set("Proxy-Authenticate", `Basic realm="sluice"`)
+		g.refuse(w, r, refusal{status: http.StatusProxyAuthRequired, reason: ReasonAuthRequired,
+			msg: "proxy credentials missing or wrong: use http://TENANT:TOKEN@gateway as the proxy URL"})
+		return rules.Identity{}, false
+	}
+	return id, true
+}
+
+// proxyCredentials decodes "Basic base64(user:token)".
+func proxyCredentials(h string) (user, token string, ok bool) {
+	scheme, payload, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(payload))
+	if err != nil {
+		return "", "", false
+	}
+	user, token, ok = strings.Cut(string(raw), ":")
+	if !ok || user == "" || token == "" {
+		return "", "", false
+	}
+	return user, token, true
+}
+
+// refusal describes a refused request for refuse.
+type refusal struct {
+	id     rules.Identity
+	status int
+	reason string
+	msg    string
+	host   string
+	port   int
+	path   string
+}
+
+// refuse answers with the status and Sluice-Reason, records the event and
+// logs it. The body is one line of text.
+func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
+	incident := g.record(r.Context(), r, f)
+	w.Header().Set("Sluice-Reason", f.reason)
+	if incident != "" {
+		w.Header().Set("Sluice-Incident", incident)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if f.status == http.StatusForbidden || f.status == http.StatusBadGateway {
+		// Refused inside a tunnel: do not let the client reuse a connection
+		// whose peer we just refused.
+		w.Header().Set("Connection", "close")
+	}
+	w.WriteHeader(f.status)
+	fmt.Fprintf(w, "sluice: %s: %s\n", f.reason, f.msg)
+}
+
+// record emits the event for a refusal and logs it; it returns the incident id.
+func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) string {
+	host, port := f.host, f.port
+	if host == "" && r != nil {
+		host, port = splitHostPortDefault(r.Host, 0)
+	}
+	path := f.path
+	method := ""
+	if r != nil {
+		method = r.Method
+		if path == "" && r.Method != http.MethodConnect && r.URL != nil {
+			path = r.URL.Path
+		}
+	}
+	e := Event{
+		Time: time.Now(), Tenant: f.id.Tenant, Class: f.id.Class, Run: f.id.Run,
+		Kind: "deny", Reason: f.reason, Action: "block",
+		Host: host, Port: port, Method: method, Path: path,
+	}
+	if r != nil {
+		e.Client = r.RemoteAddr
+	}
+	g.logger().Info("refused", logTenant, e.Tenant, logClass, e.Class, logHost, host, logPort, port,
+		"method", method, logReason, f.reason, logClient, e.Client)
+	return g.events().Emit(ctx, e)
+}
+
+// splitHostPortDefault splits "host:port"; without a port it returns def.
+func splitHostPortDefault(hostport string, def int) (string, int) {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return strings.Trim(hostport, "[]"), def
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 || n > 65535 {
+		return host, -1
+	}
+	return host, n
+}
+
+// deniedStatus maps a policy reason to the refusal sent to the client.
+func policyRefusal(id rules.Identity, d rules.Decision, host string, port int, path string) refusal {
+	return refusal{id: id, status: http.StatusForbidden, reason: d.Reason, host: host, port: port, path: path,
+		msg: "not in the allowlist of tenant " + strconv.Quote(id.Tenant) + ", class " + strconv.Quote(id.Class) +
+			"; ask for access or add an allow entry"}
+}
+
+// errRefused marks errors that were already answered to the client.
+var errRefused = errors.New("gateway: refused")

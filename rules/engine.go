@@ -1,0 +1,456 @@
+package rules
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MinTokenLen is the shortest tenant token Compile accepts.
+const MinTokenLen = 16
+
+// ErrUnauthenticated is wrapped by every Identify failure. The text is the same whether
+// the tenant, the token or the class was wrong, so that it tells a caller nothing.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// errIdentify is the one error Identify returns.
+var errIdentify = fmt.Errorf("rules: identify: %w", ErrUnauthenticated)
+
+// Identity is who a request comes from: a tenant, one of its launch classes and, for a
+// run token, the run.
+type Identity struct {
+	Tenant, Class, Run string
+}
+
+// Stage is how much of a request is known when deciding.
+type Stage int
+
+const (
+	// StageConnect: a CONNECT, only host and port are known.
+	StageConnect Stage = iota
+	// StageRequest: a plain-HTTP request or a request inside an opened tunnel; method,
+	// path and WebSocket upgrade are known.
+	StageRequest
+)
+
+// String returns "connect" or "request".
+func (s Stage) String() string {
+	switch s {
+	case StageConnect:
+		return "connect"
+	case StageRequest:
+		return "request"
+	}
+	return "stage(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Query is what Decide decides on.
+type Query struct {
+	Identity Identity
+	// Host as the client sent it; Decide normalises it (NormalizeHost).
+	Host string
+	// Port is the destination port, 1-65535.
+	Port int
+	// Method and Path (escaped, as on the wire: url.URL.EscapedPath, without the query)
+	// are read at StageRequest.
+	Method, Path string
+	// WebSocket is set for a request that asks for a WebSocket upgrade.
+	WebSocket bool
+	Stage     Stage
+}
+
+// Action is what a Decision lets happen. The zero value is Deny.
+type Action int
+
+const (
+	// Deny: refuse (403) and record an incident.
+	Deny Action = iota
+	// Inspect: open the tunnel with the tenant's CA and decide again per request.
+	Inspect
+	// Passthrough: tunnel blind to the allowed host and port.
+	Passthrough
+	// Allow: forward this request (after scanning).
+	Allow
+)
+
+// String returns "deny", "inspect", "passthrough" or "allow".
+func (a Action) String() string {
+	switch a {
+	case Deny:
+		return "deny"
+	case Inspect:
+		return "inspect"
+	case Passthrough:
+		return "passthrough"
+	case Allow:
+		return "allow"
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Reasons for a Deny, sent to clients in the Sluice-Reason header.
+const (
+	ReasonHostNotAllowed      = "host-not-allowed"
+	ReasonPortNotAllowed      = "port-not-allowed"
+	ReasonMethodNotAllowed    = "method-not-allowed"
+	ReasonPathNotAllowed      = "path-not-allowed"
+	ReasonWebSocketNotAllowed = "websocket-not-allowed"
+	ReasonBadHost             = "bad-host"
+)
+
+// Decision is the engine's verdict on a Query.
+type Decision struct {
+	Action Action
+	// Reason is one of the Reason constants for a Deny, "" otherwise.
+	Reason string
+	// Entry is the entry that let the query through (the engine's own copy: do not
+	// modify); nil for a Deny.
+	Entry *Entry
+	// Tenant is the tenant the query was decided for.
+	Tenant string
+}
+
+// Engine is a compiled policy: immutable and safe for concurrent use.
+type Engine struct {
+	tenants  map[string]*tenant
+	upstream map[string]netip.Addr
+	// addrs holds each entry's parsed allow_addresses, keyed by the engine's entry copy.
+	addrs map[*Entry][]netip.Prefix
+	// decoy is compared against for unknown tenants, so that they take as long as known
+	// ones; it is the hash of random bytes, so no token matches it.
+	decoy [sha256.Size]byte
+}
+
+type tenant struct {
+	digest  [sha256.Size]byte
+	classes map[string]*class
+}
+
+type class struct {
+	allow, passthrough []*rule
+}
+
+// rule is one compiled entry.
+type rule struct {
+	entry   *Entry
+	host    hostPattern
+	ports   []int
+	methods []string
+	paths   []string
+}
+
+// defaultPorts are the ports of an entry that names none.
+var defaultPorts = []int{443, 80}
+
+// Compile validates cfg, reads each tenant's token (keeping only its SHA-256) and compiles
+// the matchers. The engine keeps its own copies: later changes to cfg do not reach it.
+func Compile(cfg *Config) (*Engine, error) {
+	if cfg == nil {
+		return nil, errors.New("rules: compile: no config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		tenants:  map[string]*tenant{},
+		upstream: map[string]netip.Addr{},
+		addrs:    map[*Entry][]netip.Prefix{},
+	}
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("rules: compile: %w", err)
+	}
+	e.decoy = sha256.Sum256(seed[:])
+	for h, a := range cfg.Upstream.Hosts {
+		n, _ := NormalizeHost(h) // validated
+		e.upstream[n], _ = parseAddr(a)
+	}
+	owner := map[[sha256.Size]byte]string{}
+	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
+		t := cfg.Tenants[tn]
+		digest, err := readToken(cfg, tn, t)
+		if err != nil {
+			return nil, err
+		}
+		if other, dup := owner[digest]; dup {
+			return nil, fmt.Errorf("rules: tenants %s and %s have the same token; give each its own", other, tn)
+		}
+		owner[digest] = tn
+		ct := &tenant{digest: digest, classes: map[string]*class{}}
+		for cn, cl := range t.Classes {
+			cc := &class{}
+			if cl != nil {
+				cc.allow = e.compileEntries(cl.Allow)
+				cc.passthrough = e.compileEntries(cl.Passthrough)
+			}
+			ct.classes[cn] = cc
+		}
+		e.tenants[tn] = ct
+	}
+	return e, nil
+}
+
+// readToken reads a tenant's token and returns its SHA-256. Errors never hold the token.
+func readToken(cfg *Config, name string, t *Tenant) ([sha256.Size]byte, error) {
+	var tok, src string
+	if t.TokenEnv != "" {
+		src = "token_env " + t.TokenEnv
+		tok = os.Getenv(t.TokenEnv)
+	} else {
+		p := cfg.TokenPath(t)
+		src = "token_file " + p
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: %w", name, err)
+		}
+		tok = string(b)
+	}
+	tok = strings.TrimSpace(tok)
+	switch {
+	case tok == "":
+		return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: %s: empty token", name, src)
+	case len(tok) < MinTokenLen:
+		return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: %s: token shorter than %d characters", name, src, MinTokenLen)
+	}
+	return sha256.Sum256([]byte(tok)), nil
+}
+
+// compileEntries compiles validated entries, expanding presets.
+func (e *Engine) compileEntries(entries []Entry) []*rule {
+	var out []*rule
+	for _, en := range entries {
+		if en.Preset != "" {
+			for _, pe := range presets[en.Preset] {
+				pe.Preset = en.Preset
+				pe.Line = en.Line
+				out = append(out, e.compileEntry(pe))
+			}
+			continue
+		}
+		out = append(out, e.compileEntry(en))
+	}
+	return out
+}
+
+func (e *Engine) compileEntry(en Entry) *rule {
+	c := &Entry{
+		Host:           en.Host,
+		Ports:          slices.Clone(en.Ports),
+		Methods:        slices.Clone(en.Methods),
+		Paths:          slices.Clone(en.Paths),
+		Preset:         en.Preset,
+		WebSocket:      en.WebSocket,
+		AllowAddresses: slices.Clone(en.AllowAddresses),
+		Line:           en.Line,
+	}
+	upperMethods(c.Methods)
+	r := &rule{entry: c, ports: c.Ports, methods: c.Methods}
+	r.host, _ = parseHostPattern(en.Host) // validated
+	if len(r.ports) == 0 {
+		r.ports = defaultPorts
+	}
+	for _, p := range c.Paths {
+		d, _ := cleanPath(p) // validated
+		r.paths = append(r.paths, d)
+	}
+	var prefixes []netip.Prefix
+	for _, a := range c.AllowAddresses {
+		p, _ := parsePrefix(a) // validated
+		prefixes = append(prefixes, p)
+	}
+	if prefixes != nil {
+		e.addrs[c] = prefixes
+	}
+	return r
+}
+
+// Identify checks a client's credentials: user is "tenant" or "tenant/class" (class
+// DefaultClass when omitted), token the tenant's token. Every failure returns the same
+// error, wrapping ErrUnauthenticated. The token's hash is compared in constant time, also
+// for an unknown tenant.
+func (e *Engine) Identify(user, token string) (Identity, error) {
+	tn, cn, hasClass := strings.Cut(user, "/")
+	if !hasClass {
+		cn = DefaultClass
+	}
+	t := e.tenants[tn]
+	want := e.decoy
+	if t != nil {
+		want = t.digest
+	}
+	got := sha256.Sum256([]byte(token))
+	ok := subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	if t == nil || !ok || t.classes[cn] == nil {
+		return Identity{}, errIdentify
+	}
+	return Identity{Tenant: tn, Class: cn}, nil
+}
+
+// Decide decides a query, denying by default. At StageConnect the class's passthrough
+// entries are tried first (Passthrough), then its allow entries (Inspect), on host and
+// port. At StageRequest an allow entry must match host, port, method, path and, for a
+// WebSocket upgrade, allow WebSockets (Allow). A Deny carries the most specific failure
+// among the entries whose host matched (port, then method, path, websocket), or
+// host-not-allowed when none did.
+func (e *Engine) Decide(q Query) Decision {
+	d := Decision{Tenant: q.Identity.Tenant}
+	t := e.tenants[q.Identity.Tenant]
+	var cl *class
+	if t != nil {
+		cl = t.classes[q.Identity.Class]
+	}
+	if cl == nil {
+		d.Reason = ReasonHostNotAllowed
+		return d
+	}
+	host, err := NormalizeHost(q.Host)
+	if err != nil {
+		d.Reason = ReasonBadHost
+		return d
+	}
+	_, ipErr := netip.ParseAddr(host)
+	isIP := ipErr == nil
+
+	// failure is how far the best host-matching entry got: the higher, the more specific.
+	const (
+		failNone = iota
+		failPort
+		failMethod
+		failPath
+		failWebSocket
+	)
+	failure := failNone
+	note := func(f int) { failure = max(failure, f) }
+
+	switch q.Stage {
+	case StageConnect:
+		for _, list := range [...]struct {
+			rules  []*rule
+			action Action
+		}{{cl.passthrough, Passthrough}, {cl.allow, Inspect}} {
+			for _, r := range list.rules {
+				if !r.host.match(host, isIP) {
+					continue
+				}
+				if !slices.Contains(r.ports, q.Port) {
+					note(failPort)
+					continue
+				}
+				d.Action, d.Entry = list.action, r.entry
+				return d
+			}
+		}
+	case StageRequest:
+		method := strings.ToUpper(q.Method)
+		var path string
+		var pathErr error
+		pathDone := false
+		for _, r := range cl.allow {
+			if !r.host.match(host, isIP) {
+				continue
+			}
+			if !slices.Contains(r.ports, q.Port) {
+				note(failPort)
+				continue
+			}
+			if len(r.methods) > 0 && !slices.Contains(r.methods, method) {
+				note(failMethod)
+				continue
+			}
+			if len(r.paths) > 0 {
+				if !pathDone {
+					path, pathErr = cleanPath(q.Path)
+					pathDone = true
+				}
+				if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return strings.HasPrefix(path, p) }) {
+					note(failPath)
+					continue
+				}
+			}
+			if q.WebSocket && !r.entry.WebSocket {
+				note(failWebSocket)
+				continue
+			}
+			d.Action, d.Entry = Allow, r.entry
+			return d
+		}
+	}
+	d.Reason = [...]string{
+		failNone:      ReasonHostNotAllowed,
+		failPort:      ReasonPortNotAllowed,
+		failMethod:    ReasonMethodNotAllowed,
+		failPath:      ReasonPathNotAllowed,
+		failWebSocket: ReasonWebSocketNotAllowed,
+	}[failure]
+	return d
+}
+
+// AllowedAddresses returns the allow_addresses of the entry behind d, parsed; nil if none
+// (or if d is a Deny or comes from another engine).
+func (e *Engine) AllowedAddresses(d Decision) []netip.Prefix {
+	if d.Action == Deny || d.Entry == nil {
+		return nil
+	}
+	return slices.Clone(e.addrs[d.Entry])
+}
+
+// UpstreamHosts returns the static resolutions of upstream.hosts, keyed by normalised
+// host. The map is a copy.
+func (e *Engine) UpstreamHosts() map[string]netip.Addr {
+	return maps.Clone(e.upstream)
+}
+
+// Tenants returns the tenant names, sorted.
+func (e *Engine) Tenants() []string {
+	return slices.Sorted(maps.Keys(e.tenants))
+}
+
+// Classes returns the tenant's class names, sorted; nil for an unknown tenant.
+func (e *Engine) Classes(tenant string) []string {
+	t := e.tenants[tenant]
+	if t == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(t.classes))
+}
+
+// Entries returns copies of the effective entries of a tenant's class, presets expanded,
+// for `sluice policy explain`. Both nil for an unknown tenant or class.
+func (e *Engine) Entries(tenant, className string) (allow, passthrough []Entry) {
+	t := e.tenants[tenant]
+	if t == nil || t.classes[className] == nil {
+		return nil, nil
+	}
+	cl := t.classes[className]
+	cp := func(rs []*rule) []Entry {
+		out := make([]Entry, 0, len(rs))
+		for _, r := range rs {
+			en := *r.entry
+			en.Ports = slices.Clone(en.Ports)
+			en.Methods = slices.Clone(en.Methods)
+			en.Paths = slices.Clone(en.Paths)
+			en.AllowAddresses = slices.Clone(en.AllowAddresses)
+			out = append(out, en)
+		}
+		return out
+	}
+	return cp(cl.allow), cp(cl.passthrough)
+}
+
+// NewToken returns a fresh random token (32 bytes, base64url) for a tenant or run.
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("rules: new token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

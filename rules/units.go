@@ -1,0 +1,99 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ByteSize is a number of bytes, written in YAML as a plain integer or with a unit:
+// "512KiB", "10MiB", "1GiB" (powers of 1024) or "10KB", "10MB", "1GB" (powers of 1000).
+type ByteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	// Longest first so that "KiB" is not read as "B".
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9},
+	{"b", 1},
+}
+
+// ParseByteSize parses "10MiB", "512KiB", "100KB", "42B" or "42" (units case-insensitive).
+func ParseByteSize(s string) (ByteSize, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	lower := strings.ToLower(t)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(lower, u.suffix) {
+			mult = u.mult
+			t = strings.TrimSpace(t[:len(t)-len(u.suffix)])
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad byte size %q: want a non-negative integer with an optional unit (B, KiB, MiB, GiB, KB, MB, GB)", s)
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("bad byte size %q: too large", s)
+	}
+	return ByteSize(n * mult), nil
+}
+
+// String formats the size with the largest binary unit that divides it.
+func (b ByteSize) String() string {
+	switch {
+	case b != 0 && b%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", b>>30)
+	case b != 0 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b != 0 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return strconv.FormatInt(int64(b), 10)
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return errors.New("want a byte size such as 10MiB")
+	}
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (b ByteSize) MarshalYAML() (any, error) { return b.String(), nil }
+
+// Duration is a time.Duration written in YAML as a Go duration string: "24h", "90m".
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return errors.New("want a duration such as 24h")
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil || v < 0 {
+		return fmt.Errorf("bad duration %q: want a non-negative duration such as 24h or 90m", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// String formats the duration as time.Duration does.
+func (d Duration) String() string { return time.Duration(d).String() }
