@@ -100,10 +100,10 @@ type Store struct {
 	cache   *lru.Cache[leafKey, *leafEntry]
 	flight  singleflight.Group
 
-	mu      sync.RWMutex
-	auths   map[string]*Authority
-	locks   map[string]*sync.Mutex // per-tenant: serialises create, load and rotate
-	minted  atomic.Int64           // leaves actually minted, for tests
+	mu     sync.RWMutex
+	auths  map[string]*Authority
+	locks  map[string]*sync.Mutex // per-tenant: serialises create, load and rotate
+	minted atomic.Int64           // leaves actually minted, for tests
 }
 
 // Authority is one tenant's CA. It is safe for concurrent use.

@@ -277,9 +277,9 @@ func TestCorruptFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name   string
-		file   string // which file to damage
-		data   []byte // nil: remove it
+		name    string
+		file    string // which file to damage
+		data    []byte // nil: remove it
 		mention []string
 	}{
 		{"garbage key", KeyFile, []byte("not a key\n"), []string{KeyFile}},

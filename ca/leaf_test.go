@@ -158,14 +158,16 @@ func TestHandshake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	srvCfg := &tls.Config{
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			return a.Leaf(hello.ServerName)
 		},
 	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		ln.Close()
+		wg.Wait()
+	}()
 	wg.Go(func() {
 		for {
 			c, err := ln.Accept()

@@ -26,14 +26,21 @@ type Event struct {
 	Tenant string // "" when the client did not authenticate
 	Class  string
 	Run    string
-	Kind   string // "deny" for refusals; later issues add "secret", "exfil-link", …
-	Reason string // e.g. "host-not-allowed"
-	Action string // "block" (refused) or "alert" (forwarded, recorded)
+	Kind   string // "deny" for refusals; findings: "secret", "exfil-link", "canary", "oversize", …
+	Reason string // e.g. "host-not-allowed", "secret-detected"
+	Action string // "block" (refused), "redact" (forwarded with the secret replaced) or "alert" (forwarded, recorded)
 	Host   string
 	Port   int
 	Method string
 	Path   string // path without the query string
 	Client string // the client's address as the gateway saw it
+
+	// Set for findings only.
+	Rule        string // the detection rule's id
+	Where       string // where it was found: "url", "header:Authorization", "json:$.messages[3].content"
+	Decoding    string // the decoding chain that revealed it, e.g. "gzip > base64"
+	Snippet     string // redacted evidence: never the secret itself
+	Fingerprint string // keyed hash of the secret, to group incidents without storing it
 }
 
 // EventSink receives the gateway's events. Emit must not block for long: it is
