@@ -88,7 +88,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.I
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
-	t := g.track(client, up)
+	t := g.track(id, host, port, rules.Passthrough, client, up)
 	if t == nil {
 		return
 	}
@@ -163,7 +163,7 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 			return leaf, nil
 		},
 	})
-	t := g.track(tlsConn, nil)
+	t := g.track(id, host, port, rules.Inspect, tlsConn)
 	if t == nil {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sluice-egress/sluice/rules"
 )
 
 // discardLog silences net/http's own error log (handshake noise from
@@ -17,7 +19,11 @@ var discardLog = log.New(io.Discard, "", 0)
 
 // tunnel is one hijacked client connection (and its upstream, when blind).
 type tunnel struct {
-	conns []net.Conn
+	id     rules.Identity
+	host   string
+	port   int
+	action rules.Action // what the policy said when the tunnel opened
+	conns  []net.Conn
 	mu    sync.Mutex
 	srv   *http.Server // the inner server of an inspected tunnel
 	done  chan struct{}
@@ -37,10 +43,11 @@ func (t *tunnel) close() {
 	}
 }
 
-// track registers a tunnel so that Shutdown can drain it. It returns nil, and
-// closes the connections, when the gateway is already draining.
-func (g *Gateway) track(conns ...net.Conn) *tunnel {
-	t := &tunnel{conns: conns, done: make(chan struct{})}
+// track registers a tunnel so that Shutdown can drain it and PolicyChanged
+// can re-check it. It returns nil, and closes the connections, when the
+// gateway is already draining.
+func (g *Gateway) track(id rules.Identity, host string, port int, action rules.Action, conns ...net.Conn) *tunnel {
+	t := &tunnel{id: id, host: host, port: port, action: action, conns: conns, done: make(chan struct{})}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.draining {
@@ -60,6 +67,42 @@ func (g *Gateway) untrack(t *tunnel) {
 	delete(g.tunnels, t)
 	g.mu.Unlock()
 	close(t.done)
+}
+
+// PolicyChanged re-decides every open tunnel against the current policy and
+// closes those whose CONNECT would no longer get the same answer: a host no
+// longer allowed loses its tunnels at once. Requests on the tunnels that stay
+// are checked against the new policy anyway, one by one. It returns how many
+// tunnels it closed.
+func (g *Gateway) PolicyChanged() int {
+	return g.closeTunnels(func(t *tunnel) bool {
+		d := g.Policy.Decide(rules.Query{Identity: t.id, Host: t.host, Port: t.port, Stage: rules.StageConnect})
+		return d.Action != t.action
+	})
+}
+
+// CloseRun closes every tunnel opened with the run's token (the run ended).
+func (g *Gateway) CloseRun(runID string) int {
+	if runID == "" {
+		return 0
+	}
+	return g.closeTunnels(func(t *tunnel) bool { return t.id.Run == runID })
+}
+
+func (g *Gateway) closeTunnels(match func(*tunnel) bool) int {
+	g.mu.Lock()
+	var doomed []*tunnel
+	for t := range g.tunnels {
+		if match(t) {
+			doomed = append(doomed, t)
+		}
+	}
+	g.mu.Unlock()
+	for _, t := range doomed {
+		g.logger().Info("closing tunnel", logTenant, t.id.Tenant, logClass, t.id.Class, logHost, t.host, logPort, t.port)
+		t.close()
+	}
+	return len(doomed)
 }
 
 // OpenTunnels reports how many CONNECT tunnels are open.
