@@ -24,9 +24,9 @@ type tunnel struct {
 	port   int
 	action rules.Action // what the policy said when the tunnel opened
 	conns  []net.Conn
-	mu    sync.Mutex
-	srv   *http.Server // the inner server of an inspected tunnel
-	done  chan struct{}
+	mu     sync.Mutex
+	srv    *http.Server // the inner server of an inspected tunnel
+	done   chan struct{}
 }
 
 func (t *tunnel) setServer(s *http.Server) {
