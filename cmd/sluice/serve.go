@@ -163,6 +163,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
 	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir)")
 	proxy := fs.String("proxy", "", "proxy listen address (overrides listen.proxy)")
+	admin := fs.String("admin", "", "admin (dashboard, API, metrics) listen address (overrides listen.admin)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "how long open tunnels may finish on SIGTERM")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
@@ -179,6 +180,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *proxy != "" {
 		cfg.Listen.Proxy = *proxy
+	}
+	if *admin != "" {
+		cfg.Listen.Admin = *admin
 	}
 	s := &Server{Config: cfg, DrainTimeout: *drain, Stdout: stdout, Logger: logger}
 	if err := s.Open(); err != nil {
