@@ -23,8 +23,8 @@ bench: ## through the gateway vs. direct, in one run, printed as ratios
 
 check: fmt vet test
 	$(GO) mod verify
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
-	$(GO) run golang.org/x/vuln/cmd/govulncheck@latest $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@v1.9.0 $(PKGS)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -43,9 +43,9 @@ const (
 )
 
 const (
-	// rootValidity is long because replacing a root means re-provisioning every
+	// rootValidityYears is long because replacing a root means re-provisioning every
 	// sandbox image that trusts it; Rotate exists for when that must happen sooner.
-	rootValidity = 10 * 365 * 24 * time.Hour
+	rootValidityYears = 10
 	// backdate absorbs clock skew between the gateway and sandboxes: a
 	// container whose clock runs a little behind must not see "not yet valid".
 	backdate = 5 * time.Minute
@@ -345,7 +345,7 @@ func (s *Store) generate(tenant string) (a *Authority, certPEM, keyPEM []byte, e
 			OrganizationalUnit: []string{tenant},
 		},
 		NotBefore: now.Add(-backdate),
-		NotAfter:  now.Add(rootValidity),
+		NotAfter:  now.AddDate(rootValidityYears, 0, 0),
 		// A root only signs certificates (and CRLs should we ever publish them); it never does TLS itself.
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		// BasicConstraints must be present and critical for clients to accept a CA.

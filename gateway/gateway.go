@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -238,6 +237,3 @@ func policyRefusal(id rules.Identity, d rules.Decision, host string, port int, p
 		msg: "not in the allowlist of tenant " + strconv.Quote(id.Tenant) + ", class " + strconv.Quote(id.Class) +
 			"; ask for access or add an allow entry"}
 }
-
-// errRefused marks errors that were already answered to the client.
-var errRefused = errors.New("gateway: refused")

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,6 +90,23 @@ type Env struct {
 	gw        *gateway.Gateway
 	upstream  *http.Server
 	cold      atomic.Int64
+
+	mu      sync.Mutex
+	lastErr error
+}
+
+// LastError returns the error the last failed case stopped at, nil if none did.
+// testing.Benchmark discards a failed benchmark's message; this keeps it.
+func (e *Env) LastError() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastErr
+}
+
+func (e *Env) fail(err error) {
+	e.mu.Lock()
+	e.lastErr = err
+	e.mu.Unlock()
 }
 
 // policy is the config: %[1]d is the upstream's port. Resolution is the guard's Resolver's

@@ -31,7 +31,7 @@ func Cases() []Case {
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
-				loop(b, func() error { return getSmall(c, e.URL(Domain, pathSmall)) })
+				loop(b, e, func() error { return getSmall(c, e.URL(Domain, pathSmall)) })
 			},
 		},
 		{
@@ -40,7 +40,7 @@ func Cases() []Case {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
 				body := make([]byte, BodySize)
-				loop(b, func() error { return upload(c, e.URL(Domain, pathUpload), body) })
+				loop(b, e, func() error { return upload(c, e.URL(Domain, pathUpload), body) })
 			},
 		},
 		{
@@ -48,23 +48,23 @@ func Cases() []Case {
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
-				loop(b, func() error { return download(c, e.URL(Domain, pathDownload)) })
+				loop(b, e, func() error { return download(c, e.URL(Domain, pathDownload)) })
 			},
 		},
 		{
-			Name: "newconn-warm", Desc: "small GET on a new TLS connection, same host (gateway leaf cached)",
+			Name: "newconn-warm", Desc: "small GET on a new TLS connection, same host (gateway leaf cached, upstream connection pooled)",
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, false)
-				loop(b, func() error { return getSmall(c, e.URL(Domain, pathSmall)) })
+				loop(b, e, func() error { return getSmall(c, e.URL(Domain, pathSmall)) })
 			},
 		},
 		{
-			Name: "newconn-cold", Desc: "small GET on a new TLS connection, new host each time (gateway mints a leaf)",
+			Name: "newconn-cold", Desc: "small GET on a new TLS connection, new host each time (gateway mints a leaf and dials upstream anew)",
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, false)
 				// The first request is not timed; every timed one names a host never seen.
 				first := true
-				loop(b, func() error {
+				loop(b, e, func() error {
 					host := Domain
 					if !first {
 						host = e.ColdHost()
@@ -79,14 +79,18 @@ func Cases() []Case {
 
 // loop runs op once untimed (opening the connection, warming caches), then once per
 // b.Loop iteration; it stops the benchmark at the first error.
-func loop(b *testing.B, op func() error) {
+func loop(b *testing.B, e *Env, op func() error) {
 	b.Helper()
 	if err := op(); err != nil {
-		b.Fatalf("first request: %v", err)
+		err = fmt.Errorf("%s: first request: %w", b.Name(), err)
+		e.fail(err)
+		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := op(); err != nil {
+			err = fmt.Errorf("%s: %w", b.Name(), err)
+			e.fail(err)
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,154 @@
+// Command benchharness measures requests through the Sluice gateway against the same
+// requests sent directly to the upstream, in one process run, and prints the ratios
+// (`make bench`).
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluice-egress/sluice/internal/benchharness/bench"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, checks the setup, measures every selected case via both paths and
+// prints the table to out.
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("benchharness", flag.ContinueOnError)
+	benchtime := fs.String("benchtime", "1s", "time (or `N`x iterations) per measurement, as go test -benchtime")
+	count := fs.Int("count", 3, "measurements per case and path; the table shows the median")
+	match := fs.String("cases", "", "run only cases whose name matches this `regexp`")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *count < 1 {
+		return fmt.Errorf("-count %d: must be at least 1", *count)
+	}
+	re, err := regexp.Compile(*match)
+	if err != nil {
+		return fmt.Errorf("-cases: %w", err)
+	}
+	var cases []bench.Case
+	for _, c := range bench.Cases() {
+		if re.MatchString(c.Name) {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) == 0 {
+		return fmt.Errorf("-cases %q matches no case", *match)
+	}
+	// testing.Benchmark reads its duration from the testing flags.
+	testing.Init()
+	if err := flag.Set("test.benchtime", *benchtime); err != nil {
+		return fmt.Errorf("-benchtime %q: %w", *benchtime, err)
+	}
+
+	env, err := bench.Start()
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	if err := bench.Check(env); err != nil {
+		return fmt.Errorf("setup check failed, nothing measured: %w", err)
+	}
+
+	fmt.Fprintf(out, "sluice bench: through the gateway vs. direct, same process, same run\n")
+	fmt.Fprintf(out, "go: %s %s/%s   GOMAXPROCS: %d   CPU: %s (%d logical)\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cpuModel(), runtime.NumCPU())
+	fmt.Fprintf(out, "benchtime %s, median of %d, direct and gateway interleaved; client: HTTP/1.1, TLS 1.3, one connection, sequential\n\n",
+		*benchtime, *count)
+
+	start := time.Now()
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tdirect ns/op\tgateway ns/op\tgateway/direct\tdirect\tgateway\tdirect allocs/op\tgateway allocs/op\t")
+	for _, c := range cases {
+		var direct, via []testing.BenchmarkResult
+		for range *count {
+			for _, v := range []bench.Via{bench.Direct, bench.Gateway} {
+				r := testing.Benchmark(func(b *testing.B) { c.Run(b, env, v) })
+				if r.N == 0 {
+					return fmt.Errorf("case %s via %s failed: %w", c.Name, v, cmpOr(env.LastError(), errors.New("no iterations")))
+				}
+				if v == bench.Direct {
+					direct = append(direct, r)
+				} else {
+					via = append(via, r)
+				}
+			}
+		}
+		d, g := median(direct), median(via)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fx\t%s\t%s\t%d\t%d\t\n", c.Name,
+			d.NsPerOp(), g.NsPerOp(), float64(g.NsPerOp())/float64(d.NsPerOp()),
+			rate(c, d), rate(c, g), d.AllocsPerOp(), g.AllocsPerOp())
+	}
+	tw.Flush()
+
+	fmt.Fprintf(out, "\ngateway/direct is the ratio of ns/op (above 1: slower through the gateway); allocs/op count\n"+
+		"the whole process (client, gateway and upstream). Machine noise moves single runs: for\n"+
+		"confidence intervals, go test -run '^$' -bench . -count 6 ./gateway > b.txt && benchstat -col .name b.txt\n")
+	for _, c := range cases {
+		fmt.Fprintf(out, "  %-14s %s\n", c.Name, c.Desc)
+	}
+	fmt.Fprintf(out, "measured in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// rate is MB/s (10^6 bytes, as go test prints it) for cases that move a body, req/s otherwise.
+func rate(c bench.Case, r testing.BenchmarkResult) string {
+	ns := float64(r.NsPerOp())
+	if ns <= 0 {
+		return "-"
+	}
+	if c.Bytes > 0 {
+		return fmt.Sprintf("%.1f MB/s", float64(c.Bytes)*1e3/ns)
+	}
+	return fmt.Sprintf("%.0f req/s", 1e9/ns)
+}
+
+// median returns the result with the median ns/op (the lower middle one for an even count).
+func median(rs []testing.BenchmarkResult) testing.BenchmarkResult {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b testing.BenchmarkResult) int { return int(a.NsPerOp() - b.NsPerOp()) })
+	return s[(len(s)-1)/2]
+}
+
+// cpuModel reads the first "model name" of /proc/cpuinfo; "unknown" elsewhere.
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func cmpOr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
