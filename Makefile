@@ -1,5 +1,8 @@
 # Sluice — make targets. `make run` and `make test` are the two the README promises.
 GO        ?= go
+# gitleaks runs its rules on go-re2 (pure Go, ~12x faster than regexp) with this tag;
+# the env var also reaches the go build that the e2e tests run.
+export GOFLAGS := $(strip $(GOFLAGS) -tags=gore2regex)
 PKGS      ?= ./...
 LDFLAGS   ?= -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN       ?= bin/sluice

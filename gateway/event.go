@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Reasons the gateway itself gives for a refusal, besides the policy's own
@@ -48,6 +50,50 @@ type Event struct {
 // recorded as one, or "".
 type EventSink interface {
 	Emit(ctx context.Context, e Event) (incidentID string)
+}
+
+// maxEventPath bounds the path an event keeps.
+const maxEventPath = 256
+
+// eventPath is the path as an event may keep it. A refused request was not
+// scanned, and a path can carry a secret (/hook/<token>): segments that look
+// like data — long, or mixing letters and digits densely — are replaced.
+func eventPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if looksLikeData(s) {
+			segs[i] = "{redacted}"
+		}
+	}
+	out := strings.Join(segs, "/")
+	if len(out) > maxEventPath {
+		out = out[:maxEventPath] + "…"
+	}
+	return out
+}
+
+// looksLikeData reports whether a path segment is more likely a token or an
+// encoded payload than a name: long, or 16+ characters with both letters and
+// digits and few repeats.
+func looksLikeData(s string) bool {
+	if len(s) > 40 {
+		return true
+	}
+	if len(s) < 16 {
+		return false
+	}
+	var letters, digits int
+	seen := map[rune]bool{}
+	for _, c := range s {
+		switch {
+		case unicode.IsDigit(c):
+			digits++
+		case unicode.IsLetter(c):
+			letters++
+		}
+		seen[c] = true
+	}
+	return letters > 0 && digits > 0 && len(seen) >= len(s)/2
 }
 
 // discardSink is used when Gateway.Events is nil.

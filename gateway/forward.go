@@ -69,9 +69,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			pr.Out.Header.Del("Proxy-Connection")
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
 		},
-		Transport:     g.transport(id.Tenant, allow),
-		FlushInterval: -1, // stream: event streams and long polls must not wait for a buffer
-		ErrorLog:      discardLog,
+		Transport: g.transport(id.Tenant, allow),
+		// FlushInterval stays 0: bodies of known length are written in
+		// full records; ReverseProxy flushes at once for event streams and
+		// bodies of unknown length, so long polls are not held back.
+		ErrorLog: discardLog,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return

@@ -66,6 +66,9 @@ type Gateway struct {
 	RootCAs *x509.CertPool
 	// Events receives refusals. nil: discarded.
 	Events EventSink
+	// Scanner inspects every request before it is forwarded (secrets,
+	// canaries, exfiltration links). nil: requests are not scanned.
+	Scanner Scanner
 	// Logger nil: slog.Default().
 	Logger *slog.Logger
 	// HandshakeTimeout bounds the client's TLS handshake inside a tunnel. Zero: 10s.
@@ -208,7 +211,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) string
 	e := Event{
 		Time: time.Now(), Tenant: f.id.Tenant, Class: f.id.Class, Run: f.id.Run,
 		Kind: "deny", Reason: f.reason, Action: "block",
-		Host: host, Port: port, Method: method, Path: path,
+		Host: host, Port: port, Method: method, Path: eventPath(path),
 	}
 	if r != nil {
 		e.Client = r.RemoteAddr

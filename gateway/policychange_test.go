@@ -44,6 +44,7 @@ func (p *swapPolicy) Decide(q rules.Query) rules.Decision {
 	if q.Host == c.host {
 		return rules.Decision{Action: rules.Deny, Reason: rules.ReasonHostNotAllowed}
 	}
+	q.Identity.Run = "" // the run is this wrapper's fiction; the engine decides for the class
 	return c.inner.Decide(q)
 }
 

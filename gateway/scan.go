@@ -1,14 +1,123 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
-// scan checks what a request carries before it is forwarded. It reports
-// false when it has answered the client itself (refused). Without a
-// Scanner nothing is scanned; the secret-scanning issue fills this in.
+// Scanner inspects a request before it is forwarded. *scanner.Scanner
+// implements it. An error means the request was not fully checked: the
+// gateway refuses it (fail closed).
+type Scanner interface {
+	Scan(ctx context.Context, req *scanner.Request) (*scanner.Result, error)
+}
+
+var _ Scanner = (*scanner.Scanner)(nil)
+
+// ReasonScanFailed is sent when the scanner failed or ran out of time.
+const ReasonScanFailed = "scan-failed"
+
+// scan checks what a request carries before it is forwarded: it emits one
+// event per finding, refuses a blocked request (403 with the reason and the
+// incident id) and applies redactions to r. It reports false when it has
+// answered the client itself. Without a Scanner nothing is scanned.
 func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) bool {
+	if g.Scanner == nil {
+		return true
+	}
+	req := &scanner.Request{
+		Tenant: id.Tenant, Host: host, URL: r.URL, Header: r.Header,
+		// A link leads outside when the client could not open that host.
+		Allowed: func(h string) bool {
+			n, err := rules.NormalizeHost(h)
+			if err != nil {
+				return false
+			}
+			return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
+		},
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		req.Body = r.Body
+	}
+	res, err := g.Scanner.Scan(r.Context(), req)
+	if err != nil {
+		g.logger().Warn("scan failed", logTenant, id.Tenant, logHost, host, logErr, err)
+		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanFailed,
+			host: host, port: port, path: "", msg: "the request could not be checked; nothing was forwarded"})
+		return false
+	}
+	incident := ""
+	for _, f := range res.Findings {
+		e := Event{
+			Time: time.Now(), Tenant: id.Tenant, Class: id.Class, Run: id.Run,
+			Kind: f.Kind, Reason: findingReason(f), Action: f.Action.String(),
+			Host: host, Port: port, Method: r.Method, Path: res.Path, Client: r.RemoteAddr,
+			Rule: f.Rule, Where: f.Where, Decoding: f.Decoding, Snippet: f.Snippet, Fingerprint: f.Fingerprint,
+		}
+		inc := g.events().Emit(r.Context(), e)
+		if incident == "" && f.Action == res.Verdict {
+			incident = inc
+		}
+		g.logger().Info("finding", logTenant, id.Tenant, logClass, id.Class, logHost, host, logPort, port,
+			"kind", f.Kind, "rule", f.Rule, "where", f.Where, "decoding", f.Decoding,
+			"action", f.Action.String(), "fingerprint", f.Fingerprint, "incident", inc)
+	}
+	if res.Verdict == scanner.Block {
+		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
+			c.Close()
+		}
+		w.Header().Set("Sluice-Reason", res.Reason)
+		if incident != "" {
+			w.Header().Set("Sluice-Incident", incident)
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, "sluice: %s: the request carried what policy forbids sending to %s; nothing was forwarded\n", res.Reason, host)
+		return false
+	}
+	if res.URL != nil {
+		r.URL = res.URL
+	}
+	if res.Header != nil {
+		r.Header = res.Header
+	}
+	if req.Body != nil {
+		r.Body = &scannedBody{Reader: res.Body, orig: r.Body}
+		r.ContentLength = res.BodyLen
+		if res.BodyLen >= 0 {
+			r.Header.Set("Content-Length", strconv.FormatInt(res.BodyLen, 10))
+			r.TransferEncoding = nil
+		}
+	}
 	return true
 }
+
+// findingReason is the Sluice-Reason a finding would give.
+func findingReason(f scanner.Finding) string {
+	switch f.Kind {
+	case scanner.KindCanary:
+		return "canary-detected"
+	case scanner.KindExfilLink:
+		return "exfil-link"
+	case scanner.KindOversize:
+		return "body-too-large"
+	}
+	return "secret-detected"
+}
+
+// scannedBody forwards what the scanner returned and closes the original.
+type scannedBody struct {
+	io.Reader
+	orig io.ReadCloser
+}
+
+func (b *scannedBody) Close() error { return b.orig.Close() }

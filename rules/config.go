@@ -38,6 +38,10 @@ type Config struct {
 	Scanning Scanning `yaml:"scanning"`
 	// CA configures the tenant CAs.
 	CA CAConfig `yaml:"ca"`
+	// Store configures the incident store.
+	Store StoreConfig `yaml:"store"`
+	// Presets configures the shipped presets (rules/presets).
+	Presets PresetsConfig `yaml:"presets"`
 	// Tenants by name. No tenants means nobody is let through.
 	Tenants map[string]*Tenant `yaml:"tenants"`
 
@@ -73,6 +77,26 @@ type Scanning struct {
 	// OnOversize is what happens to a larger body: OnOversizeBlock (default) or
 	// OnOversizeForward.
 	OnOversize string `yaml:"on_oversize"`
+	// DecodeDepth is how many layers of base64, base64url, hex and percent
+	// encoding the scanner peels: 0 its default (2), -1 none, at most MaxDecodeDepth.
+	DecodeDepth int `yaml:"decode_depth"`
+	// Timeout bounds one request's scan; 0: the scanner's default (10s). A
+	// scan that times out refuses the request.
+	Timeout Duration `yaml:"timeout"`
+	// RulePacks are extra gitleaks TOML rule packs (relative to the config
+	// file), layered over the defaults and the shipped packs.
+	RulePacks []string `yaml:"rule_packs"`
+	// Actions by detection rule id (or "secret" for every secret rule, or
+	// "exfil-image", "exfil-link", "url-entropy-query"): ScanBlock, ScanRedact
+	// or ScanAlert. Canaries always block.
+	Actions map[string]string `yaml:"actions"`
+	// Bindings tie credentials to their own destinations, besides the shipped
+	// ones (unless NoDefaultBindings).
+	Bindings []ScanBinding `yaml:"bindings"`
+	// NoDefaultBindings drops the shipped bindings of common providers.
+	NoDefaultBindings bool `yaml:"no_default_bindings"`
+	// Tenants holds per-tenant overrides, by tenant name.
+	Tenants map[string]*ScanTenant `yaml:"tenants"`
 }
 
 // CAConfig configures the tenant CAs.
@@ -84,6 +108,14 @@ type CAConfig struct {
 	PassphraseEnv string `yaml:"passphrase_env"`
 	// LeafTTL is the lifetime of leaf certificates; 0 means the ca package's default.
 	LeafTTL Duration `yaml:"leaf_ttl"`
+}
+
+// PresetsConfig configures the shipped presets.
+type PresetsConfig struct {
+	// Hosts fills the host slots that presets read with host_from (see PresetSlots):
+	// npm_registry, go_proxy, go_sumdb, debian_mirror and others. An unset slot
+	// contributes nothing to the presets that read it.
+	Hosts map[string][]string `yaml:"hosts"`
 }
 
 // Tenant is one customer of the gateway, with its own token, CA and policy.
@@ -103,35 +135,46 @@ type Class struct {
 	Allow []Entry `yaml:"allow"`
 	// Passthrough entries are tunnelled blind: host and port enforced, never inspected.
 	Passthrough []Entry `yaml:"passthrough"`
+	// Derive says what a run of this class may get from its repository. Zero: nothing.
+	Derive DeriveConfig `yaml:"derive"`
+	// RunExtras are host patterns a run's own extra entries must fall within (an exact
+	// host, or a wildcard inside a listed wildcard). Empty: a run brings no extras.
+	RunExtras []string `yaml:"run_extras"`
+}
+
+// DeriveConfig limits what derivation from a run's repository may add to its policy.
+type DeriveConfig struct {
+	// Presets the repository's manifests and git remote may select (the package
+	// ecosystems and git hosts, by preset name). A preset derived but not listed is
+	// reported, not applied. Empty: derivation adds nothing.
+	Presets []string `yaml:"presets"`
 }
 
 // Entry lets one host pattern through, optionally narrowed by port, method and path.
 type Entry struct {
 	// Host is an exact host, an IP literal or "*.suffix" (one or more labels below suffix,
 	// never the suffix itself). Exactly one of Host and Preset.
-	Host string `yaml:"host"`
+	Host string `yaml:"host" json:"host,omitempty"`
 	// Ports allowed; empty means 443 and 80.
-	Ports []int `yaml:"ports"`
+	Ports []int `yaml:"ports" json:"ports,omitempty"`
 	// Methods allowed, stored upper-case; empty means any.
-	Methods []string `yaml:"methods"`
+	Methods []string `yaml:"methods" json:"methods,omitempty"`
 	// Paths are allowed path prefixes (decoded form, e.g. "/v1/"); empty means any.
-	Paths []string `yaml:"paths"`
+	Paths []string `yaml:"paths" json:"paths,omitempty"`
 	// Preset names a shipped set of entries.
-	Preset string `yaml:"preset"`
+	Preset string `yaml:"preset" json:"preset,omitempty"`
 	// WebSocket allows WebSocket upgrades through this entry.
-	WebSocket bool `yaml:"websocket"`
+	WebSocket bool `yaml:"websocket" json:"websocket,omitempty"`
 	// AllowAddresses are IPs or CIDRs inside the dialer's deny ranges (an internal mirror
 	// at 10.1.2.3, say) that this entry may dial: an explicit opt-in.
-	AllowAddresses []string `yaml:"allow_addresses"`
+	AllowAddresses []string `yaml:"allow_addresses" json:"allow_addresses,omitempty"`
 	// Line is the entry's line in the config file (0 when unknown), for errors and
 	// provenance.
-	Line int `yaml:"-"`
+	Line int `yaml:"-" json:"line,omitempty"`
+	// Origin says where the entry came from (config, preset, derivation, grant, run);
+	// set by Compile and ResolvePolicy.
+	Origin Origin `yaml:"-" json:"origin"`
 }
-
-// presets are the named sets of entries an Entry can reference with Preset. Shipped
-// presets arrive in a later change; until then every preset name is unknown (tests
-// register their own).
-var presets = map[string][]Entry{}
 
 // Default returns the embedded configuration: default listeners and data directory, and
 // one tenant "default" whose token file "default.token" lies in the data directory (cmd
@@ -168,6 +211,7 @@ func (c *Config) applyDefaults() {
 	set("data_dir", func() { c.DataDir = DefaultDataDir })
 	set("scanning.max_body_bytes", func() { c.Scanning.MaxBodyBytes = DefaultMaxBodyBytes })
 	set("scanning.on_oversize", func() { c.Scanning.OnOversize = OnOversizeBlock })
+	set("store.retention", func() { c.Store.Retention = DefaultRetention })
 	for _, t := range c.Tenants {
 		if t == nil {
 			continue

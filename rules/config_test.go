@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// testPreset is the one preset tests know; shipped presets arrive later.
+// testPreset is a preset only tests know, beside the shipped ones.
 const testPreset = "test-mirror"
 
 func init() {
-	presets[testPreset] = []Entry{
+	presets[testPreset] = &Preset{Name: testPreset, Version: 1, Entries: []PresetEntry{
 		{Host: "mirror.preset.test", Methods: []string{"GET", "HEAD"}},
 		{Host: "*.files.preset.test"},
-	}
+	}}
 }
 
 // wantLines returns the "# want: " lines of a bad config, with FILE replaced by path.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MinTokenLen is the shortest tenant token Compile accepts.
@@ -105,6 +106,8 @@ const (
 	ReasonPathNotAllowed      = "path-not-allowed"
 	ReasonWebSocketNotAllowed = "websocket-not-allowed"
 	ReasonBadHost             = "bad-host"
+	// ReasonRunEnded: the request names a run that was removed or has expired.
+	ReasonRunEnded = "run-ended"
 )
 
 // Decision is the engine's verdict on a Query.
@@ -128,6 +131,8 @@ type Engine struct {
 	// decoy is compared against for unknown tenants, so that they take as long as known
 	// ones; it is the hash of random bytes, so no token matches it.
 	decoy [sha256.Size]byte
+	// runs are the registered runs, shared with the engines that replace this one.
+	runs *runTable
 }
 
 type tenant struct {
@@ -164,6 +169,7 @@ func Compile(cfg *Config) (*Engine, error) {
 		tenants:  map[string]*tenant{},
 		upstream: map[string]netip.Addr{},
 		addrs:    map[*Entry][]netip.Prefix{},
+		runs:     &runTable{},
 	}
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
@@ -189,8 +195,8 @@ func Compile(cfg *Config) (*Engine, error) {
 		for cn, cl := range t.Classes {
 			cc := &class{}
 			if cl != nil {
-				cc.allow = e.compileEntries(cl.Allow)
-				cc.passthrough = e.compileEntries(cl.Passthrough)
+				cc.allow = e.compileEntries(cfg, cl.Allow)
+				cc.passthrough = e.compileEntries(cfg, cl.Passthrough)
 			}
 			ct.classes[cn] = cc
 		}
@@ -224,36 +230,25 @@ func readToken(cfg *Config, name string, t *Tenant) ([sha256.Size]byte, error) {
 	return sha256.Sum256([]byte(tok)), nil
 }
 
-// compileEntries compiles validated entries, expanding presets.
-func (e *Engine) compileEntries(entries []Entry) []*rule {
-	var out []*rule
-	for _, en := range entries {
-		if en.Preset != "" {
-			for _, pe := range presets[en.Preset] {
-				pe.Preset = en.Preset
-				pe.Line = en.Line
-				out = append(out, e.compileEntry(pe))
-			}
-			continue
+// compileEntries compiles a class's validated config entries, expanding presets.
+func (e *Engine) compileEntries(cfg *Config, entries []Entry) []*rule {
+	expanded, _ := expandConfigEntries(cfg, entries)
+	out := make([]*rule, 0, len(expanded))
+	for _, en := range expanded {
+		r, prefixes := compileRule(en)
+		if prefixes != nil {
+			e.addrs[r.entry] = prefixes
 		}
-		out = append(out, e.compileEntry(en))
+		out = append(out, r)
 	}
 	return out
 }
 
-func (e *Engine) compileEntry(en Entry) *rule {
-	c := &Entry{
-		Host:           en.Host,
-		Ports:          slices.Clone(en.Ports),
-		Methods:        slices.Clone(en.Methods),
-		Paths:          slices.Clone(en.Paths),
-		Preset:         en.Preset,
-		WebSocket:      en.WebSocket,
-		AllowAddresses: slices.Clone(en.AllowAddresses),
-		Line:           en.Line,
-	}
-	upperMethods(c.Methods)
-	r := &rule{entry: c, ports: c.Ports, methods: c.Methods}
+// compileRule compiles one validated entry (no preset) into a rule holding its own copy,
+// and returns its parsed allow_addresses.
+func compileRule(en Entry) (*rule, []netip.Prefix) {
+	c := cloneEntry(en)
+	r := &rule{entry: &c, ports: c.Ports, methods: c.Methods}
 	r.host, _ = parseHostPattern(en.Host) // validated
 	if len(r.ports) == 0 {
 		r.ports = defaultPorts
@@ -267,18 +262,24 @@ func (e *Engine) compileEntry(en Entry) *rule {
 		p, _ := parsePrefix(a) // validated
 		prefixes = append(prefixes, p)
 	}
-	if prefixes != nil {
-		e.addrs[c] = prefixes
-	}
-	return r
+	return r, prefixes
 }
 
 // Identify checks a client's credentials: user is "tenant" or "tenant/class" (class
-// DefaultClass when omitted), token the tenant's token. Every failure returns the same
-// error, wrapping ErrUnauthenticated. The token's hash is compared in constant time, also
-// for an unknown tenant.
+// DefaultClass when omitted), token the tenant's token or a run token (AddRun). A run
+// token gives the run's own class; a class in user must then be the run's. Every failure
+// returns the same error, wrapping ErrUnauthenticated. The token's hash is compared in
+// constant time, also for an unknown tenant.
 func (e *Engine) Identify(user, token string) (Identity, error) {
 	tn, cn, hasClass := strings.Cut(user, "/")
+	got := sha256.Sum256([]byte(token))
+	if r := e.runs.byToken(got); r != nil {
+		t := e.tenants[tn]
+		if r.tenant != tn || (hasClass && cn != r.class) || r.expired(time.Now) || t == nil || t.classes[r.class] == nil {
+			return Identity{}, errIdentify
+		}
+		return Identity{Tenant: tn, Class: r.class, Run: r.id}, nil
+	}
 	if !hasClass {
 		cn = DefaultClass
 	}
@@ -287,7 +288,6 @@ func (e *Engine) Identify(user, token string) (Identity, error) {
 	if t != nil {
 		want = t.digest
 	}
-	got := sha256.Sum256([]byte(token))
 	ok := subtle.ConstantTimeCompare(got[:], want[:]) == 1
 	if t == nil || !ok || t.classes[cn] == nil {
 		return Identity{}, errIdentify
@@ -312,6 +312,21 @@ func (e *Engine) Decide(q Query) Decision {
 		d.Reason = ReasonHostNotAllowed
 		return d
 	}
+	var own *class
+	if q.Identity.Run != "" {
+		r := e.runs.get(q.Identity.Run)
+		if r == nil || r.tenant != q.Identity.Tenant || r.class != q.Identity.Class || r.expired(time.Now) {
+			d.Reason = ReasonRunEnded
+			return d
+		}
+		own = r.own
+	}
+	return decideIn(d, q, cl, own)
+}
+
+// decideIn decides q on the entries of cl and then own (a run's own entries; nil for
+// none), filling in d.
+func decideIn(d Decision, q Query, cl, own *class) Decision {
 	host, err := NormalizeHost(q.Host)
 	if err != nil {
 		d.Reason = ReasonBadHost
@@ -333,10 +348,14 @@ func (e *Engine) Decide(q Query) Decision {
 
 	switch q.Stage {
 	case StageConnect:
+		var ownPass, ownAllow []*rule
+		if own != nil {
+			ownPass, ownAllow = own.passthrough, own.allow
+		}
 		for _, list := range [...]struct {
 			rules  []*rule
 			action Action
-		}{{cl.passthrough, Passthrough}, {cl.allow, Inspect}} {
+		}{{cl.passthrough, Passthrough}, {ownPass, Passthrough}, {cl.allow, Inspect}, {ownAllow, Inspect}} {
 			for _, r := range list.rules {
 				if !r.host.match(host, isIP) {
 					continue
@@ -354,34 +373,40 @@ func (e *Engine) Decide(q Query) Decision {
 		var path string
 		var pathErr error
 		pathDone := false
-		for _, r := range cl.allow {
-			if !r.host.match(host, isIP) {
-				continue
-			}
-			if !slices.Contains(r.ports, q.Port) {
-				note(failPort)
-				continue
-			}
-			if len(r.methods) > 0 && !slices.Contains(r.methods, method) {
-				note(failMethod)
-				continue
-			}
-			if len(r.paths) > 0 {
-				if !pathDone {
-					path, pathErr = cleanPath(q.Path)
-					pathDone = true
-				}
-				if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return strings.HasPrefix(path, p) }) {
-					note(failPath)
+		var ownAllow []*rule
+		if own != nil {
+			ownAllow = own.allow
+		}
+		for _, rules := range [...][]*rule{cl.allow, ownAllow} {
+			for _, r := range rules {
+				if !r.host.match(host, isIP) {
 					continue
 				}
+				if !slices.Contains(r.ports, q.Port) {
+					note(failPort)
+					continue
+				}
+				if len(r.methods) > 0 && !slices.Contains(r.methods, method) {
+					note(failMethod)
+					continue
+				}
+				if len(r.paths) > 0 {
+					if !pathDone {
+						path, pathErr = cleanPath(q.Path)
+						pathDone = true
+					}
+					if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return strings.HasPrefix(path, p) }) {
+						note(failPath)
+						continue
+					}
+				}
+				if q.WebSocket && !r.entry.WebSocket {
+					note(failWebSocket)
+					continue
+				}
+				d.Action, d.Entry = Allow, r.entry
+				return d
 			}
-			if q.WebSocket && !r.entry.WebSocket {
-				note(failWebSocket)
-				continue
-			}
-			d.Action, d.Entry = Allow, r.entry
-			return d
 		}
 	}
 	d.Reason = [...]string{

@@ -606,7 +606,7 @@ func FuzzDecide(f *testing.F) {
 			patterns := []string{e.Host}
 			if e.Preset != "" {
 				patterns = nil
-				for _, pe := range presets[e.Preset] {
+				for _, pe := range presets[e.Preset].Entries {
 					patterns = append(patterns, pe.Host)
 				}
 			}

@@ -73,6 +73,7 @@ func (v *validator) config() {
 	default:
 		v.fail("scanning.on_oversize", "got %q, want %q or %q", c.Scanning.OnOversize, OnOversizeBlock, OnOversizeForward)
 	}
+	v.scanning()
 	if c.CA.PassphraseFile != "" && c.CA.PassphraseEnv != "" {
 		v.fail("ca.passphrase_env", "set passphrase_file or passphrase_env, not both")
 	}
@@ -82,8 +83,34 @@ func (v *validator) config() {
 	if c.CA.LeafTTL < 0 {
 		v.fail("ca.leaf_ttl", "must not be negative")
 	}
+	v.storeConfig()
+	v.presetHosts()
 	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
 		v.tenant(tn, c.Tenants[tn])
+	}
+}
+
+// presetHosts checks presets.hosts: known slots, valid host patterns outside the deny
+// ranges (an internal mirror needs an explicit entry with allow_addresses instead).
+func (v *validator) presetHosts() {
+	slots := PresetSlots()
+	for _, slot := range slices.Sorted(maps.Keys(v.c.Presets.Hosts)) {
+		key := "presets.hosts." + slot
+		if !slices.Contains(slots, slot) {
+			v.fail(key, "unknown host slot %q (known: %s)", slot, strings.Join(slots, ", "))
+			continue
+		}
+		for i, h := range v.c.Presets.Hosts[slot] {
+			k := fmt.Sprintf("%s[%d]", key, i)
+			hp, err := parseHostPattern(h)
+			if err != nil {
+				v.fail(k, "%v", err)
+				continue
+			}
+			if why := deniedHost(hp); why != "" {
+				v.fail(k, "%q is %s, inside the dialer's deny ranges; allow an internal mirror with its own entry and allow_addresses", h, why)
+			}
+		}
 	}
 }
 
@@ -180,6 +207,26 @@ func (v *validator) tenant(name string, t *Tenant) {
 		if cl == nil {
 			continue
 		}
+		seen := map[string]bool{}
+		for i, p := range cl.Derive.Presets {
+			k := fmt.Sprintf("%s.derive.presets[%d]", ckey, i)
+			switch {
+			case presets[p] == nil:
+				v.fail(k, "unknown preset %q (known: %s)", p, knownPresets())
+			case seen[p]:
+				v.fail(k, "preset %q listed twice", p)
+			}
+			seen[p] = true
+		}
+		for i, h := range cl.RunExtras {
+			k := fmt.Sprintf("%s.run_extras[%d]", ckey, i)
+			hp, err := parseHostPattern(h)
+			if err != nil {
+				v.fail(k, "%v", err)
+			} else if why := deniedHost(hp); why != "" {
+				v.fail(k, "%q is %s, inside the dialer's deny ranges", h, why)
+			}
+		}
 		for i := range cl.Allow {
 			v.entry(fmt.Sprintf("%s.allow[%d]", ckey, i), &cl.Allow[i], false)
 		}
@@ -204,8 +251,11 @@ func (v *validator) entry(key string, e *Entry, passthrough bool) {
 	case e.Host == "":
 		v.fail(key, "set host (or preset)")
 	default:
-		if _, err := parseHostPattern(e.Host); err != nil {
+		hp, err := parseHostPattern(e.Host)
+		if err != nil {
 			v.fail(key+".host", "%v", err)
+		} else if why := deniedHost(hp); why != "" && !allowsAll(hp, e.AllowAddresses) {
+			v.fail(key+".host", "%q is %s, inside the dialer's deny ranges: list it in allow_addresses to opt in", e.Host, why)
 		}
 	}
 	for i, p := range e.Ports {
@@ -241,4 +291,57 @@ func knownPresets() string {
 		return "none yet"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(presets)), ", ")
+}
+
+// denyRanges mirror the guarded dialer's default deny list (gateway/guard DefaultDeny),
+// which rules cannot import: an entry naming such an address literally would be refused
+// at dial time anyway, so naming it without allow_addresses is a config error.
+var denyRanges = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+		"172.16.0.0/12", "192.0.0.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
+		"224.0.0.0/4", "240.0.0.0/4", "::/128", "::1/128", "100::/64", "2001::/23",
+		"fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8", "64:ff9b::/96", "64:ff9b:1::/48",
+		"2002::/16",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// deniedHost says why a host pattern names something inside the deny ranges (an IP
+// literal in them, or localhost, RFC 6761), "" when it does not.
+func deniedHost(hp hostPattern) string {
+	if hp.ip {
+		a, _ := netip.ParseAddr(hp.exact)
+		for _, p := range denyRanges {
+			if p.Contains(a) {
+				return "in " + p.String()
+			}
+		}
+		return ""
+	}
+	name := hp.exact
+	if name == "" {
+		name = hp.suffix[1:]
+	}
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return "a loopback name"
+	}
+	return ""
+}
+
+// allowsAll reports whether allow_addresses covers the IP literal of hp.
+func allowsAll(hp hostPattern, allow []string) bool {
+	if !hp.ip {
+		return false
+	}
+	a, _ := netip.ParseAddr(hp.exact)
+	for _, s := range allow {
+		if p, err := parsePrefix(s); err == nil && p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

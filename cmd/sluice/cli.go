@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 )
@@ -29,6 +30,14 @@ Usage:
   sluice serve [--config FILE] [--data-dir DIR] [--proxy ADDR]
   sluice ca export --tenant T --out DIR [--config FILE] [--proxy-url URL] [--container-dir DIR]
   sluice config check [--config FILE]
+  sluice policy explain --tenant T [--class C] [--repo DIR] [--remote URL] [--config FILE] [--json]
+  sluice policy check --tenant T [--class C] URL [--method M] [--config FILE] [--json]
+  sluice policy presets [--json]
+  sluice doctor [--proxy URL] --control URL [--denied HOST] [--direct HOST:PORT]...
+  sluice healthcheck [--proxy ADDR] [--admin ADDR]
+  sluice scan [PATH|-]... [--json] [--config FILE]
+  sluice canary issue --tenant T [--run R] [--config FILE] [--json]
+  sluice rules test --corpus DIR [--config FILE]
   sluice version
 
 Without --config, sluice runs on its embedded default: data in ./sluice-data,
@@ -73,6 +82,24 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%w: sluice config check --config FILE", errUsage)
 		}
 		return runConfigCheck(rest[1:], stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, rest, os.Getenv, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, rest, stdout, stderr)
+	case "policy":
+		return runPolicy(rest, stdout, stderr)
+	case "scan":
+		return runScan(ctx, rest, os.Stdin, stdout, stderr)
+	case "canary":
+		if len(rest) == 0 || rest[0] != "issue" {
+			return fmt.Errorf("%w: sluice canary issue --tenant T [--run R]", errUsage)
+		}
+		return runCanaryIssue(rest[1:], stdout, stderr)
+	case "rules":
+		if len(rest) == 0 || rest[0] != "test" {
+			return fmt.Errorf("%w: sluice rules test --corpus DIR", errUsage)
+		}
+		return runRulesTest(ctx, rest[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "sluice", versionString())
 		return nil
@@ -80,7 +107,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		return fmt.Errorf("%w: unknown command %q (want one of serve, ca, config, version)", errUsage, strings.TrimSpace(cmd))
+		return fmt.Errorf("%w: unknown command %q (want one of serve, ca, config, policy, doctor, healthcheck, version)", errUsage, strings.TrimSpace(cmd))
 	}
 }
 

@@ -33,7 +33,11 @@ type Server struct {
 	cas     *ca.Store
 	gw      *gateway.Gateway
 	proxyLn net.Listener
-	events  *eventLog
+	events  *incidentSink
+	ops     ops // the incident store, metrics and admin listener (admin.go)
+	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
+	policy *policyHolder
+	reload *reloader
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -53,14 +57,27 @@ func (s *Server) Open() error {
 	if err != nil {
 		return err
 	}
-	s.events = &eventLog{Logger: s.Logger}
+	if err := s.openStore(); err != nil {
+		return err
+	}
+	defer func() {
+		if s.proxyLn == nil { // Open failed after the store opened
+			s.closeOps(context.Background())
+		}
+	}()
+	s.policy = newPolicyHolder(engine)
 	s.gw = &gateway.Gateway{
-		Policy:  engine,
+		Policy:  s.policy,
 		Leaf:    s.leaf,
-		Dialer:  &guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger},
+		Dialer:  s.countBytes(&guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger}),
 		RootCAs: roots,
 		Events:  s.events,
 		Logger:  s.Logger,
+	}
+	// The scanner's rules are compiled once, here: a bad rule pack is a
+	// start-up error, and no request is forwarded unscanned.
+	if s.gw.Scanner, err = newScanner(cfg); err != nil {
+		return err
 	}
 	// Create every tenant's CA now: a CA that cannot be created or loaded is
 	// a start-up error, not a surprise on the first CONNECT.
@@ -68,6 +85,13 @@ func (s *Server) Open() error {
 		if _, err := s.cas.Authority(t); err != nil {
 			return fmt.Errorf("tenant %s: %w", t, err)
 		}
+	}
+	if cfg.Path != "" {
+		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Logger: s.Logger}
+		s.reload.start(cfg)
+	}
+	if err := s.openAdmin(); err != nil {
+		return err
 	}
 	s.proxyLn, err = net.Listen("tcp", cfg.Listen.Proxy)
 	if err != nil {
@@ -92,6 +116,13 @@ func (s *Server) Run(ctx context.Context) error {
 	s.announce()
 	errc := make(chan error, 1)
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
+	s.serveOps(ctx)
+	defer s.closeOps(context.Background())
+	if s.reload != nil {
+		rctx, stopReload := context.WithCancel(ctx)
+		defer stopReload()
+		go s.reload.Run(rctx)
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -104,8 +135,10 @@ func (s *Server) Run(ctx context.Context) error {
 	s.Logger.Info("shutting down", "open_tunnels", s.gw.OpenTunnels(), "drain_timeout", drain)
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	s.ops.draining.Store(true) // /readyz fails from now on
 	err := s.gw.Shutdown(sctx)
 	<-errc
+	s.closeOps(context.Background()) // drains the incident writer
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.Logger.Warn("drain timeout: closed the tunnels still open")
 		err = nil
@@ -121,6 +154,7 @@ func (s *Server) announce() {
 	hostport := reachableProxy(s.ProxyAddr())
 	w := s.Stdout
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
+	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/testnet"
+)
+
+// doctorWorld is a real gateway (Server, as `sluice serve` wires it) on
+// loopback with one TLS upstream, and the trust files `ca export` writes.
+type doctorWorld struct {
+	proxy   string
+	env     map[string]string // sluice.env
+	dir     string
+	upPort  int
+	upCA    *testnet.TestCA
+	closed  string // a loopback port nothing listens on
+	routes  string // a route table with a default route
+	openAPI string // the upstream's real address (reachable directly from the test)
+}
+
+const doctorPolicy = `
+version: 1
+listen:
+  proxy: 127.0.0.1:0
+data_dir: data
+upstream:
+  extra_roots: [upstream-ca.pem]
+  hosts:
+    api.example.test: 127.0.0.1
+    pass.example.test: 127.0.0.1
+    leaky.example.test: 127.0.0.1
+tenants:
+  acme:
+    token_file: acme.token
+    classes:
+      agent:
+        allow:
+          - host: api.example.test
+            ports: [%[1]d]
+          - host: leaky.example.test
+            ports: [443, %[1]d]
+        passthrough:
+          - host: pass.example.test
+            ports: [%[1]d]
+`
+
+// routeTable: default route via 172.17.0.1, the usual Docker bridge.
+const routeTable = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n" +
+	"eth0\t00000000\t010011AC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n" +
+	"eth0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+
+func newDoctorWorld(t *testing.T) *doctorWorld {
+	t.Helper()
+	w := &doctorWorld{dir: t.TempDir()}
+	w.upCA = testnet.NewTestCA(t, "upstream")
+	srv := &http.Server{
+		Handler:   http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { io.WriteString(rw, "control ok") }),
+		TLSConfig: w.upCA.ServerTLS(t, "api.example.test", "pass.example.test", "leaky.example.test"),
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.upPort = l.Addr().(*net.TCPAddr).Port
+	w.openAPI = l.Addr().String()
+	go srv.ServeTLS(l, "", "")
+	t.Cleanup(func() { srv.Close() })
+
+	cl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.closed = cl.Addr().String()
+	cl.Close()
+
+	if p := w.upCA.WritePEM(t, w.dir); filepath.Base(p) != "upstream-ca.pem" {
+		t.Fatalf("upstream CA written to %s", p)
+	}
+	mustWriteFile(t, filepath.Join(w.dir, "acme.token"), "doctor-test-token-0123456789\n")
+	cfgPath := filepath.Join(w.dir, "sluice.yaml")
+	mustWriteFile(t, cfgPath, fmt.Sprintf(doctorPolicy, w.upPort))
+	w.routes = filepath.Join(w.dir, "route")
+	mustWriteFile(t, w.routes, routeTable)
+
+	cfg, err := loadConfig(cfgPath, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Config: cfg, Stdout: io.Discard, Logger: slog.New(slog.DiscardHandler), DrainTimeout: time.Second}
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	// The upstream lives on loopback: take loopback out of the guard's deny
+	// ranges (as gateway/world_test.go does). Everything else stays denied.
+	s.gw.Dialer = &guard.Dialer{Hosts: s.engine.UpstreamHosts(), Deny: withoutLoopback(guard.DefaultDeny()),
+		Self: func() []netip.Addr { return nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	w.proxy = s.ProxyAddr()
+
+	_, lines, _, err := exportTenant(cfg, s.cas, "acme", filepath.Join(w.dir, "trust"), w.proxy, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.env = map[string]string{}
+	for _, l := range lines {
+		k, v, _ := strings.Cut(l, "=")
+		w.env[k] = v
+	}
+	return w
+}
+
+func withoutLoopback(ps []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range ps {
+		if p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback()) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func mustWriteFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	w := newDoctorWorld(t)
+	control := fmt.Sprintf("https://api.example.test:%d/", w.upPort)
+	// A bundle that trusts the upstream CA and not the tenant CA.
+	upOnly := filepath.Join(w.dir, "upstream-ca.pem")
+
+	tests := []struct {
+		name     string
+		env      map[string]string // overrides of sluice.env; "" deletes
+		args     []string
+		wantErr  bool
+		wantPass []string // substrings of PASS lines
+		wantFail []string // substrings of FAIL lines
+	}{
+		{
+			name: "enforced",
+			args: []string{"--control", control, "--direct", w.closed},
+			wantPass: []string{"proxy", "allowed api.example.test", "tenant CA trusted", "refused: denied host sluice-doctor-denied.invalid:443",
+				"refused: loopback 127.0.0.1:443", "refused: metadata 169.254.169.254:443", "refused: private address 10.0.0.1:443",
+				"refused: bridge gateway 172.17.0.1:443", "refused: metadata over plain http", "no direct route " + w.closed,
+				"no direct route 172.17.0.1:443"},
+		},
+		{
+			name:     "a direct way out",
+			args:     []string{"--control", control, "--direct", w.openAPI},
+			wantErr:  true,
+			wantPass: []string{"allowed api.example.test"},
+			wantFail: []string{"no direct route " + w.openAPI},
+		},
+		{
+			name:     "the store does not trust the tenant CA",
+			env:      map[string]string{"SSL_CERT_FILE": upOnly},
+			args:     []string{"--control", control},
+			wantErr:  true,
+			wantFail: []string{"allowed api.example.test", "tenant CA trusted"},
+		},
+		{
+			name:     "control tunnelled blind is not the tenant CA",
+			env:      map[string]string{"SSL_CERT_FILE": upOnly},
+			args:     []string{"--control", fmt.Sprintf("https://pass.example.test:%d/", w.upPort)},
+			wantErr:  true,
+			wantPass: []string{"allowed pass.example.test"},
+			wantFail: []string{"tenant CA trusted"},
+		},
+		{
+			name:     "the gateway lets the denied host through",
+			args:     []string{"--control", control, "--denied", "leaky.example.test"},
+			wantErr:  true,
+			wantFail: []string{"refused: denied host leaky.example.test:443"},
+		},
+		{
+			name:     "control refused by the policy",
+			args:     []string{"--control", "https://nope.example.test/"},
+			wantErr:  true,
+			wantFail: []string{"allowed nope.example.test"},
+		},
+		{
+			name:     "wrong credentials",
+			env:      map[string]string{"HTTPS_PROXY": "http://acme:wrong@" + w.proxy},
+			args:     []string{"--control", control},
+			wantErr:  true,
+			wantFail: []string{"allowed api.example.test", "refused: loopback", "refused: metadata"},
+		},
+		{
+			name:     "no proxy",
+			env:      map[string]string{"HTTPS_PROXY": "", "https_proxy": "", "HTTP_PROXY": "", "http_proxy": ""},
+			args:     []string{"--control", control},
+			wantErr:  true,
+			wantFail: []string{"proxy"},
+		},
+		{
+			name:     "no gateway",
+			args:     []string{"--proxy", "http://acme:x@" + w.closed, "--control", control},
+			wantErr:  true,
+			wantFail: []string{"allowed api.example.test", "refused: denied host"},
+		},
+		{
+			name:     "no control URL",
+			env:      map[string]string{"SLUICE_DOCTOR_CONTROL": ""},
+			wantErr:  true,
+			wantFail: []string{"allowed control host", "tenant CA trusted"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range w.env {
+				env[k] = v
+			}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			var out bytes.Buffer
+			args := append([]string{"--routes", w.routes, "--timeout", "3s"}, tc.args...)
+			err := runDoctor(context.Background(), args, func(k string) string { return env[k] }, &out, io.Discard)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v\n%s", err, tc.wantErr, out.String())
+			}
+			lines := strings.Split(out.String(), "\n")
+			for _, want := range tc.wantPass {
+				if !hasLine(lines, "PASS", want) {
+					t.Errorf("no PASS line with %q\n%s", want, out.String())
+				}
+			}
+			for _, want := range tc.wantFail {
+				if !hasLine(lines, "FAIL", want) {
+					t.Errorf("no FAIL line with %q\n%s", want, out.String())
+				}
+			}
+			if !tc.wantErr && strings.Contains(out.String(), "FAIL") {
+				t.Errorf("a FAIL line in a passing report\n%s", out.String())
+			}
+			if strings.Contains(out.String(), "doctor-test-token") || strings.Contains(out.String(), "wrong") {
+				t.Errorf("the report shows the proxy token\n%s", out.String())
+			}
+		})
+	}
+}
+
+func hasLine(lines []string, verdict, sub string) bool {
+	for _, l := range lines {
+		if strings.HasPrefix(l, verdict) && strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDoctorUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"control not https", []string{"--control", "http://api.example.test/"}},
+		{"stray argument", []string{"extra"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			code := Run(context.Background(), append([]string{"doctor"}, tc.args...), &out, &out)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", code, out.String())
+			}
+		})
+	}
+}
+
+func TestParseBridgeGateways(t *testing.T) {
+	tests := []struct {
+		name  string
+		table string
+		want  []string
+	}{
+		{"default route", routeTable, []string{"172.17.0.1"}},
+		{"internal network: first address of the subnet",
+			"Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n" +
+				"eth0\t0000A8C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n", []string{"192.168.0.1"}},
+		{"header only", "Iface\tDestination\tGateway\n", nil},
+		{"host route skipped",
+			"h\n" + "eth0\t0100000A\t00000000\t0005\t0\t0\t0\tFFFFFFFF\t0\t0\t0\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseBridgeGateways(strings.NewReader(tc.table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s []string
+			for _, a := range got {
+				s = append(s, a.String())
+			}
+			if fmt.Sprint(s) != fmt.Sprint(tc.want) {
+				t.Fatalf("got %v, want %v", s, tc.want)
+			}
+		})
+	}
+	if _, err := parseBridgeGateways(strings.NewReader("h\neth0\tzz\t00000000\t0\t0\t0\t0\t00000000\n")); err == nil {
+		t.Error("a bad hex field parsed")
+	}
+}
+
+func FuzzParseBridgeGateways(f *testing.F) {
+	f.Add(routeTable)
+	f.Add("h\neth0\tFFFFFFFF\t00000000\t0\t0\t0\t0\tFFFFFFFF\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		gws, err := parseBridgeGateways(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for _, a := range gws {
+			if !a.Is4() || a.IsLoopback() {
+				t.Fatalf("bad gateway %v", a)
+			}
+		}
+	})
+}
+
+func TestHealthcheck(t *testing.T) {
+	w := newDoctorWorld(t)
+	notSluice := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			rw.WriteHeader(http.StatusServiceUnavailable)
+		})}
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Close() })
+		return l.Addr().String()
+	}()
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr bool
+	}{
+		{"gateway, no admin listener yet", []string{"--proxy", w.proxy, "--admin", w.closed}, false},
+		{"gateway, admin skipped", []string{"--proxy", w.proxy, "--admin", ""}, false},
+		{"nothing listens", []string{"--proxy", w.closed, "--admin", ""}, true},
+		{"not a proxy", []string{"--proxy", notSluice, "--admin", ""}, true},
+		{"admin unhealthy", []string{"--proxy", w.proxy, "--admin", notSluice}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runHealthcheck(context.Background(), append(tc.args, "--timeout", "2s"), io.Discard, io.Discard)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestPolicyCommands(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfg, []byte(`
+presets:
+  hosts:
+    npm_registry: [registry.npm.example.test]
+tenants:
+  acme:
+    token_env: ACME_TOKEN_UNSET
+    classes:
+      agent:
+        allow:
+          - host: api.example.test
+            methods: [GET]
+        derive:
+          presets: [npm, pypi]
+`), 0o600)
+	repo := filepath.Join(dir, "repo")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "requirements.txt"), []byte("--extra-index-url https://bot:do-not-put-secrets-here@pypi.corp.test/simple\nrequests\n"), 0o644)
+
+	t.Run("presets", func(t *testing.T) {
+		code, out, _ := runCLI(t, "policy", "presets")
+		if code != 0 || !strings.Contains(out, "pypi@1") || !strings.Contains(out, "hosts from presets.hosts.npm_registry") {
+			t.Fatalf("%d\n%s", code, out)
+		}
+	})
+	t.Run("explain json", func(t *testing.T) {
+		code, out, errs := runCLI(t, "policy", "explain", "--config", cfg, "--tenant", "acme", "--repo", repo, "--json")
+		if code != 0 {
+			t.Fatalf("%d %s", code, errs)
+		}
+		var got struct {
+			Allow []struct {
+				Host   string
+				Origin struct{ Kind string }
+			}
+			Suggestions []struct{ Host, URL string }
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]string{}
+		for _, a := range got.Allow {
+			kinds[a.Host] = a.Origin.Kind
+		}
+		if kinds["api.example.test"] != "config" || kinds["pypi.org"] != "derived" || kinds["files.pythonhosted.org"] != "derived" {
+			t.Errorf("allow = %+v", got.Allow)
+		}
+		if len(got.Suggestions) != 1 || got.Suggestions[0].Host != "pypi.corp.test" {
+			t.Errorf("suggestions = %+v", got.Suggestions)
+		}
+		if strings.Contains(out, "do-not-put-secrets-here") || strings.Contains(out, "bot:") {
+			t.Fatalf("explain prints a credential:\n%s", out)
+		}
+	})
+	t.Run("check", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"https://api.example.test/x"}, "allow GET https://api.example.test:443/x"},
+			{[]string{"--method", "POST", "https://api.example.test/x"}, "deny POST https://api.example.test:443/x: method-not-allowed"},
+			{[]string{"https://pypi.org/simple/requests/", "--repo", repo}, "preset pypi@1 derived from requirements.txt"},
+			{[]string{"https://pypi.org/simple/requests/"}, "deny GET"},
+			{[]string{"https://pypi.corp.test/simple/", "--repo", repo}, "host-not-allowed"},
+		} {
+			code, out, errs := runCLI(t, append([]string{"policy", "check", "--config", cfg, "--tenant", "acme"}, tc.args...)...)
+			if code != 0 || !strings.Contains(out, tc.want) {
+				t.Errorf("%v: %d %q %s", tc.args, code, out, errs)
+			}
+		}
+		if code, _, _ := runCLI(t, "policy", "check", "--tenant", "acme", "ftp://x.test/"); code != 2 {
+			t.Errorf("ftp URL: exit %d", code)
+		}
+		if code, _, _ := runCLI(t, "policy", "explain", "--config", cfg, "--tenant", "nobody"); code != 1 {
+			t.Errorf("unknown tenant: exit %d", code)
+		}
+	})
+}

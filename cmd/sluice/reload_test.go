@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// compileText writes a config with a token beside it and compiles it.
+func compileText(t *testing.T, dir, allowHost string) (*rules.Engine, *rules.Config) {
+	t.Helper()
+	tok := filepath.Join(dir, "acme.token")
+	if _, err := os.Stat(tok); err != nil {
+		os.WriteFile(tok, []byte("0123456789abcdef0123\n"), 0o600)
+	}
+	p := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(p, []byte("tenants:\n  acme:\n    token_file: acme.token\n    classes:\n      agent:\n        allow:\n          - host: "+allowHost+"\n"), 0o600)
+	cfg, err := rules.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := rules.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cfg
+}
+
+type changerFunc func() int
+
+func (f changerFunc) PolicyChanged() int { return f() }
+
+func TestReloader(t *testing.T) {
+	dir := t.TempDir()
+	e1, cfg1 := compileText(t, dir, "a.example.test")
+	e2, cfg2 := compileText(t, dir, "b.example.test")
+	h := newPolicyHolder(e1)
+	var results []bool
+	h.OnReload = func(ok bool) { results = append(results, ok) }
+	changed := 0
+	var log bytes.Buffer
+	next := struct {
+		e   *rules.Engine
+		c   *rules.Config
+		err error
+	}{}
+	r := &reloader{Path: filepath.Join(dir, "sluice.yaml"), Holder: h, Gateway: changerFunc(func() int { changed++; return 0 }),
+		Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		Load:   func(string) (*rules.Engine, *rules.Config, error) { return next.e, next.c, next.err }}
+	r.start(cfg1)
+	acme := rules.Identity{Tenant: "acme", Class: "agent"}
+	allowed := func(host string) bool {
+		return h.Decide(rules.Query{Identity: acme, Host: host, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
+	}
+
+	next.err = errors.New("config: bad thing")
+	if r.Reload("test") || !allowed("a.example.test") || changed != 0 {
+		t.Fatal("a failed reload changed the policy")
+	}
+	next.e, next.c, next.err = e2, cfg2, nil
+	if !r.Reload("test") || allowed("a.example.test") || !allowed("b.example.test") || changed != 1 {
+		t.Fatal("a good reload did not swap the policy")
+	}
+	if ok, failed := h.Reloads(); ok != 1 || failed != 1 || len(results) != 2 || results[0] || !results[1] {
+		t.Fatalf("counts %d %d, OnReload %v", ok, failed, results)
+	}
+	if !strings.Contains(log.String(), "bad thing") {
+		t.Errorf("the failure's reason is not logged: %s", log.String())
+	}
+}
+
+func TestReloaderPollsTheFile(t *testing.T) {
+	dir := t.TempDir()
+	e1, cfg1 := compileText(t, dir, "a.example.test")
+	h := newPolicyHolder(e1)
+	s := &Server{Config: cfg1}
+	s.cas, _ = caStore(&rules.Config{DataDir: filepath.Join(dir, "data")})
+	r := &reloader{Path: cfg1.Path, Holder: h, Interval: 20 * time.Millisecond, Load: s.loadPolicy,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r.start(cfg1)
+	ctx := t.Context()
+	go r.Run(ctx)
+	compileText(t, dir, "c.example.test") // rewrites the file
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok, _ := h.Reloads(); ok == 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d := h.Decide(rules.Query{Identity: rules.Identity{Tenant: "acme", Class: "agent"}, Host: "c.example.test", Port: 443, Stage: rules.StageConnect})
+	if d.Action != rules.Inspect {
+		t.Fatalf("the changed file was not loaded: %+v", d)
+	}
+}

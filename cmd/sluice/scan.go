@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
+)
+
+// errFound makes `sluice scan` exit 1 when something was found.
+var errFound = errors.New("findings")
+
+// newScanner builds the gateway's scanner from the config's scanning keys:
+// rules (defaults, shipped packs, rule_packs), policy, key and canaries from
+// the data directory. Rules are compiled here, once.
+func newScanner(cfg *rules.Config) (*scanner.Scanner, error) { return buildScanner(cfg, true) }
+
+// buildScanner is newScanner; without create, a missing fingerprint key is
+// not created (a per-process key is used instead).
+func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
+	var packs []scanner.Pack
+	for _, p := range cfg.Scanning.RulePacks {
+		path := resolve(cfg, p)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("scanning.rule_packs: %w", err)
+		}
+		packs = append(packs, scanner.Pack{Name: path, Data: b})
+	}
+	rs, err := scanner.LoadRules(packs...)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := scanPolicy(cfg.Scanning)
+	if err != nil {
+		return nil, err
+	}
+	dir := cfg.DataPath()
+	var key []byte
+	if _, err := os.Stat(filepath.Join(dir, scanner.KeyFile)); create || err == nil {
+		if key, err = scanner.LoadOrCreateKey(dir); err != nil {
+			return nil, err
+		}
+	}
+	return &scanner.Scanner{
+		Rules: rs, Policy: pol, Key: key,
+		MaxBodyBytes: int64(cfg.Scanning.MaxBodyBytes),
+		DecodeDepth:  cfg.Scanning.DecodeDepth,
+		Timeout:      time.Duration(cfg.Scanning.Timeout),
+		Canaries:     &scanner.CanaryStore{Dir: dir, Key: key},
+	}, nil
+}
+
+func scanPolicy(s rules.Scanning) (scanner.Policy, error) {
+	p := scanner.Policy{
+		NoDefaultBindings: s.NoDefaultBindings,
+		ForwardOversize:   s.OnOversize == rules.OnOversizeForward,
+	}
+	var err error
+	if p.Actions, err = scanActions(s.Actions); err != nil {
+		return p, err
+	}
+	p.Bindings = scanBindings(s.Bindings)
+	for name, t := range s.Tenants {
+		if t == nil {
+			continue
+		}
+		acts, err := scanActions(t.Actions)
+		if err != nil {
+			return p, fmt.Errorf("scanning.tenants.%s: %w", name, err)
+		}
+		if p.Tenants == nil {
+			p.Tenants = map[string]scanner.TenantPolicy{}
+		}
+		p.Tenants[name] = scanner.TenantPolicy{Actions: acts, Bindings: scanBindings(t.Bindings)}
+	}
+	return p, nil
+}
+
+func scanActions(m map[string]string) (map[string]scanner.Action, error) {
+	out := map[string]scanner.Action{}
+	for id, a := range m {
+		act, err := scanner.ParseAction(a)
+		if err != nil {
+			return nil, fmt.Errorf("scanning.actions.%s: %w", id, err)
+		}
+		out[id] = act
+	}
+	return out, nil
+}
+
+func scanBindings(bs []rules.ScanBinding) []scanner.Binding {
+	var out []scanner.Binding
+	for _, b := range bs {
+		out = append(out, scanner.Binding{Rule: b.Rule, Hosts: b.Hosts, Headers: b.Headers})
+	}
+	return out
+}
+
+// scanConfig loads the config for the offline commands; without a file or
+// data directory it is the embedded default, and nothing is created on disk.
+func scanConfig(path, dataDir string) (*rules.Config, error) {
+	if path == "" && dataDir == "" {
+		return rules.Default(), nil
+	}
+	return loadConfig(path, dataDir)
+}
+
+// scanReport is one finding as `sluice scan --json` prints it.
+type scanReport struct {
+	File        string `json:"file"`
+	Line        int    `json:"line,omitempty"`
+	Kind        string `json:"kind"`
+	Rule        string `json:"rule"`
+	Where       string `json:"where"`
+	Decoding    string `json:"decoding,omitempty"`
+	Snippet     string `json:"snippet"`
+	Fingerprint string `json:"fingerprint"`
+	Action      string `json:"action"`
+}
+
+// runScan scans files, directories or stdin with the gateway's engine. It
+// exits 0 when nothing was found, 1 when something was, 2 on usage errors.
+func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("scan", stderr)
+	asJSON := fs.Bool("json", false, "print findings as JSON lines")
+	cfgPath := fs.String("config", "", "config file: its scanning keys, rule packs and data directory (key, canaries)")
+	dataDir := fs.String("data-dir", "", "data directory (overrides data_dir)")
+	maxBytes := fs.Int64("max-bytes", 64<<20, "largest file scanned")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	targets := fs.Args()
+	if len(targets) == 0 {
+		targets = []string{"-"}
+	}
+	cfg, err := scanConfig(*cfgPath, *dataDir)
+	if err != nil {
+		return err
+	}
+	sc, err := buildScanner(cfg, *cfgPath != "" || *dataDir != "")
+	if err != nil {
+		return err
+	}
+	sc.MaxBodyBytes = *maxBytes
+	// A file is not a request: give each the time a large file needs.
+	sc.Timeout = 5 * time.Minute
+	found := 0
+	scanOne := func(name string, r io.Reader) error {
+		data, err := io.ReadAll(io.LimitReader(r, *maxBytes+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > *maxBytes {
+			fmt.Fprintf(stderr, "sluice scan: %s: larger than --max-bytes, skipped\n", name)
+			return nil
+		}
+		fsList, err := sc.ScanText(ctx, name, data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		for _, f := range fsList {
+			found++
+			rep := scanReport{File: name, Line: f.Line, Kind: f.Kind, Rule: f.Rule, Where: f.Where, Decoding: f.Decoding,
+				Snippet: f.Snippet, Fingerprint: f.Fingerprint, Action: f.Action.String()}
+			if *asJSON {
+				b, _ := json.Marshal(rep)
+				fmt.Fprintln(stdout, string(b))
+				continue
+			}
+			loc := name
+			if f.Line > 0 {
+				loc = fmt.Sprintf("%s:%d", name, f.Line)
+			}
+			dec := ""
+			if f.Decoding != "" {
+				dec = " (" + f.Decoding + ")"
+			}
+			fmt.Fprintf(stdout, "%s: %s %s at %s%s: %s [%s, fp %s]\n", loc, f.Kind, f.Rule, f.Where, dec, f.Snippet, f.Action, f.Fingerprint)
+		}
+		return nil
+	}
+	for _, t := range targets {
+		if t == "-" {
+			if err := scanOne("-", stdin); err != nil {
+				return err
+			}
+			continue
+		}
+		err := filepath.WalkDir(t, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == ".git" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return scanOne(path, f)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if found > 0 {
+		return fmt.Errorf("%w: %d", errFound, found)
+	}
+	return nil
+}

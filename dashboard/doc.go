@@ -1,0 +1,2 @@
+// Package dashboard serves the security team's pages, the JSON API, health and metrics on the admin listener.
+package dashboard

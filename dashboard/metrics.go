@@ -1,0 +1,252 @@
+package dashboard
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Options configure the admin router.
+type Options struct {
+	// Metrics is served on /metrics. Nil: /metrics answers 404.
+	Metrics *Metrics
+	// Ready reports whether the gateway can serve: policy, CA and store
+	// loaded and answering. Nil: always ready. /readyz answers 503 with
+	// the error while it fails.
+	Ready func(ctx context.Context) error
+	// Logger nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// NewRouter returns the admin listener's handler: /healthz (the process is
+// alive), /readyz and /metrics. The dashboard pages and API mount on it.
+func NewRouter(o Options) *chi.Mux {
+	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.Header().Set("Cache-Control", "no-store")
+			next.ServeHTTP(w, req)
+		})
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if o.Ready != nil {
+			ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+			defer cancel()
+			if err := o.Ready(ctx); err != nil {
+				logger := o.Logger
+				if logger == nil {
+					logger = slog.Default()
+				}
+				logger.Warn("not ready", "err", err)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				w.Write([]byte("not ready: " + err.Error() + "\n"))
+				return
+			}
+		}
+		w.Write([]byte("ready\n"))
+	})
+	if o.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{
+			Registry: o.Metrics.Registry, // counts its own scrape errors
+		}))
+	}
+	return r
+}
+
+// Label values that Metrics accepts. Anything else (a host, a path, a
+// token, a typo that would explode the series count) is counted under
+// OtherLabel: no secret, host or path ever becomes a label.
+var labelRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// OtherLabel replaces a label value that is not a short lower-case name.
+const OtherLabel = "other"
+
+// NoTenant is the tenant label of events from unauthenticated clients.
+const NoTenant = "none"
+
+func label(v string) string {
+	if labelRE.MatchString(v) {
+		return v
+	}
+	return OtherLabel
+}
+
+// MetricsOptions are the gauges read at scrape time. Nil funcs leave their
+// gauge out.
+type MetricsOptions struct {
+	// OpenTunnels is the number of CONNECT tunnels open now.
+	OpenTunnels func() int
+	// QueueDepth is the number of incidents waiting for the store writer.
+	QueueDepth func() int
+}
+
+// Metrics holds Sluice's Prometheus collectors on a registry of their own
+// (served on /metrics). Its methods match the hooks of the parts they
+// observe, so cmd wires them without glue: ObserveLeaf is ca.Store.OnLeaf,
+// ObserveBatch is store.Writer.OnBatch.
+type Metrics struct {
+	// Registry holds every collector below plus the Go and process collectors.
+	Registry *prometheus.Registry
+
+	// Decisions counts refusals, blocks and flagged requests (events) by
+	// tenant, reason and action. Allowed requests are not events.
+	Decisions *prometheus.CounterVec
+	// Findings counts scanner findings by rule and action.
+	Findings *prometheus.CounterVec
+	// UpstreamBytes counts bytes on upstream connections, direction
+	// "sent" (egress) or "received".
+	UpstreamBytes *prometheus.CounterVec
+	// ScanDuration is the time the scanner spends on one request; the
+	// scanner's caller observes it (ObserveScan).
+	ScanDuration prometheus.Histogram
+	// LeafCache counts leaf certificate lookups by result "hit" or "miss".
+	LeafCache *prometheus.CounterVec
+	// LeafIssue is the time a leaf cache miss took (minting the certificate).
+	LeafIssue prometheus.Histogram
+	// StoreBatch is the time one store transaction (a batch of incidents) took.
+	StoreBatch prometheus.Histogram
+	// StoreBatchSize is the number of incidents per batch.
+	StoreBatchSize prometheus.Histogram
+	// StoreErrors counts failed store batches.
+	StoreErrors prometheus.Counter
+	// PolicyReloads counts policy reloads by result "ok" or "error".
+	PolicyReloads *prometheus.CounterVec
+
+	sent, received prometheus.Counter
+}
+
+// NewMetrics creates and registers the collectors.
+func NewMetrics(o MetricsOptions) *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.Decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_decisions_total",
+		Help: "Refusals, blocks and flagged requests by tenant, reason and action (allowed requests are not counted).",
+	}, []string{"tenant", "reason", "action"})
+	m.Findings = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_findings_total",
+		Help: "Scanner findings by detection rule and action.",
+	}, []string{"rule", "action"})
+	m.UpstreamBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_upstream_bytes_total",
+		Help: "Bytes on upstream connections: sent (egress) or received.",
+	}, []string{"direction"})
+	m.ScanDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_scan_duration_seconds",
+		Help:    "Time the scanner spent on one request.",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 4, 10), // 50µs … 13s
+	})
+	m.LeafCache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_leaf_cache_total",
+		Help: "Leaf certificate lookups by result (hit or miss).",
+	}, []string{"result"})
+	m.LeafIssue = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_leaf_issue_seconds",
+		Help:    "Time to mint a leaf certificate on a cache miss.",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 4, 8), // 50µs … 0.8s
+	})
+	m.StoreBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_store_batch_seconds",
+		Help:    "Time one store transaction (a batch of incidents) took.",
+		Buckets: prometheus.ExponentialBuckets(100e-6, 4, 9), // 100µs … 6.5s
+	})
+	m.StoreBatchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_store_batch_incidents",
+		Help:    "Incidents per store transaction.",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 6), // 1 … 1024
+	})
+	m.StoreErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_store_batch_errors_total",
+		Help: "Store transactions that failed.",
+	})
+	m.PolicyReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_policy_reloads_total",
+		Help: "Policy reloads by result (ok or error).",
+	}, []string{"result"})
+	m.Registry.MustRegister(m.Decisions, m.Findings, m.UpstreamBytes, m.ScanDuration, m.LeafCache, m.LeafIssue,
+		m.StoreBatch, m.StoreBatchSize, m.StoreErrors, m.PolicyReloads,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.OpenTunnels != nil {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_tunnels_open",
+			Help: "CONNECT tunnels open now.",
+		}, func() float64 { return float64(o.OpenTunnels()) }))
+	}
+	if o.QueueDepth != nil {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_store_queue_depth",
+			Help: "Incidents waiting for the store writer.",
+		}, func() float64 { return float64(o.QueueDepth()) }))
+	}
+	m.sent = m.UpstreamBytes.WithLabelValues("sent")
+	m.received = m.UpstreamBytes.WithLabelValues("received")
+	// Series that exist from the start, so that rate() sees the first increase.
+	for _, r := range []string{"hit", "miss"} {
+		m.LeafCache.WithLabelValues(r)
+	}
+	for _, r := range []string{"ok", "error"} {
+		m.PolicyReloads.WithLabelValues(r)
+	}
+	return m
+}
+
+// Event counts one gateway event: a decision for every event and, when
+// rule is set, a finding. Values that are not short lower-case names are
+// counted as OtherLabel; tenant "" is NoTenant.
+func (m *Metrics) Event(tenant, reason, action, rule string) {
+	if tenant == "" {
+		tenant = NoTenant
+	}
+	m.Decisions.WithLabelValues(label(tenant), label(reason), label(action)).Inc()
+	if rule != "" {
+		m.Findings.WithLabelValues(label(rule), label(action)).Inc()
+	}
+}
+
+// AddSent and AddReceived count upstream bytes.
+func (m *Metrics) AddSent(n int)     { m.sent.Add(float64(n)) }
+func (m *Metrics) AddReceived(n int) { m.received.Add(float64(n)) }
+
+// ObserveScan records the time the scanner took on one request.
+func (m *Metrics) ObserveScan(d time.Duration) { m.ScanDuration.Observe(d.Seconds()) }
+
+// ObserveLeaf records a leaf lookup; its signature is ca.Store.OnLeaf's.
+func (m *Metrics) ObserveLeaf(_ string, hit bool, d time.Duration) {
+	if hit {
+		m.LeafCache.WithLabelValues("hit").Inc()
+		return
+	}
+	m.LeafCache.WithLabelValues("miss").Inc()
+	m.LeafIssue.Observe(d.Seconds())
+}
+
+// ObserveBatch records a store batch; its signature is store.Writer.OnBatch's.
+func (m *Metrics) ObserveBatch(n int, d time.Duration, err error) {
+	m.StoreBatch.Observe(d.Seconds())
+	m.StoreBatchSize.Observe(float64(n))
+	if err != nil {
+		m.StoreErrors.Inc()
+	}
+}
+
+// PolicyReload records a policy reload and its result; its signature is
+// the reloader's OnReload.
+func (m *Metrics) PolicyReload(ok bool) {
+	if ok {
+		m.PolicyReloads.WithLabelValues("ok").Inc()
+		return
+	}
+	m.PolicyReloads.WithLabelValues("error").Inc()
+}

@@ -1,0 +1,540 @@
+package rules
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Origin kinds: where an effective entry came from.
+const (
+	OriginConfig  = "config"  // the tenant's class in the config file (directly or by preset)
+	OriginDerived = "derived" // a preset the run's repository selected
+	OriginGrant   = "grant"   // an approved access request
+	OriginRun     = "run"     // the run's own extras
+)
+
+// Origin is an entry's provenance, shown by `sluice policy explain` and kept on
+// Decision.Entry.
+type Origin struct {
+	// Kind is one of the Origin constants; "" for an entry built in code.
+	Kind string `json:"kind,omitempty"`
+	// File and Line locate a config entry (or the config line that named its preset).
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Preset is the preset the entry expanded from; zero when none.
+	Preset PresetRef `json:"preset,omitzero"`
+	// From lists what selected a derived preset: manifest paths relative to the
+	// repository, or "git remote".
+	From []string `json:"from,omitempty"`
+	// Grant is the access request's id for OriginGrant.
+	Grant string `json:"grant,omitempty"`
+	// Run is the run's id for OriginRun and OriginGrant entries of a run.
+	Run string `json:"run,omitempty"`
+}
+
+// String says where the entry came from in one line, e.g. "sluice.yaml:12",
+// "preset npm@1 via sluice.yaml:14", "preset pypi@1 derived from requirements.txt",
+// "grant ar-17", "run r-1 extra".
+func (o Origin) String() string {
+	var b strings.Builder
+	if o.Preset.Name != "" {
+		b.WriteString("preset " + o.Preset.String())
+	}
+	sep := func(s string) {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(s)
+	}
+	switch o.Kind {
+	case OriginConfig:
+		loc := o.File
+		if loc == "" {
+			loc = "config"
+		}
+		if o.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", loc, o.Line)
+		}
+		if o.Preset.Name != "" {
+			sep("via " + loc)
+		} else {
+			sep(loc)
+		}
+	case OriginDerived:
+		sep("derived from " + strings.Join(o.From, ", "))
+	case OriginGrant:
+		sep("grant " + o.Grant)
+	case OriginRun:
+		sep("run " + o.Run + " extra")
+	default:
+		if b.Len() == 0 {
+			return "unknown"
+		}
+	}
+	return b.String()
+}
+
+// Grant is an approved access request the caller (the store) supplies for a run.
+type Grant struct {
+	// ID identifies the request, for provenance.
+	ID string
+	// Tenant the grant belongs to; it must be the run's tenant.
+	Tenant string
+	// Class limits the grant to one launch class; "" for all of the tenant's classes.
+	Class string
+	// Entry is what was granted: a host entry (no preset, no allow_addresses).
+	Entry Entry
+	// Passthrough grants a blind tunnel instead of an inspected one.
+	Passthrough bool
+	// Expires ends the grant; zero: no end.
+	Expires time.Time
+}
+
+// PolicyInput is what a run's effective policy is made of.
+type PolicyInput struct {
+	// Config is the validated configuration.
+	Config *Config
+	// Tenant and Class name the run's class; Class "" means DefaultClass.
+	Tenant, Class string
+	// Run is the run's id ("" for a dry run of the class).
+	Run string
+	// Derivation is what the run's repository selected; nil for none.
+	Derivation *Derivation
+	// Grants are approved access requests for the tenant; expired ones and those of
+	// other classes are left out.
+	Grants []Grant
+	// Extras are the run's own entries; each must fall within the class's run_extras.
+	Extras []Entry
+	// Now is the time grants expire against; zero: time.Now().
+	Now time.Time
+}
+
+// PresetUse reports one preset the effective policy considered.
+type PresetUse struct {
+	Preset PresetRef `json:"preset"`
+	// Origin is what selected it (config line or derivation).
+	Origin Origin `json:"origin"`
+	// Entries is how many entries it contributed.
+	Entries int `json:"entries"`
+	// Note says why it contributed less than it could: unset host slots, not permitted
+	// by derive.presets, already in the config. "" when it applied in full.
+	Note string `json:"note,omitempty"`
+}
+
+// EffectivePolicy is a run's (or a class's) resolved policy: every entry with its origin.
+type EffectivePolicy struct {
+	Tenant string `json:"tenant"`
+	Class  string `json:"class"`
+	Run    string `json:"run,omitempty"`
+	// Allow and Passthrough are the effective entries, config first, then derived
+	// presets, grants and extras.
+	Allow       []Entry `json:"allow"`
+	Passthrough []Entry `json:"passthrough"`
+	// Presets lists each preset considered and what it gave.
+	Presets []PresetUse `json:"presets"`
+	// Suggestions are registries and hosts the repository names that the policy does
+	// not allow: values a caller may turn into access requests.
+	Suggestions []Suggestion `json:"suggestions"`
+
+	once     sync.Once
+	compiled *class
+}
+
+// ResolvePolicy computes the effective policy of a tenant's class for a run: the class's
+// config entries ∪ the derived presets that the class's derive.presets permits ∪ the
+// grants ∪ the run's extras that its run_extras permits. Every entry is validated as
+// strictly as the config; a grant or extra that fails is an error naming it.
+func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
+	cfg := in.Config
+	if cfg == nil {
+		return nil, errors.New("rules: resolve policy: no config")
+	}
+	className := in.Class
+	if className == "" {
+		className = DefaultClass
+	}
+	t := cfg.Tenants[in.Tenant]
+	if t == nil {
+		return nil, fmt.Errorf("rules: unknown tenant %q", in.Tenant)
+	}
+	cl := t.Classes[className]
+	if cl == nil {
+		return nil, fmt.Errorf("rules: tenant %s has no class %q", in.Tenant, className)
+	}
+	now := in.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	p := &EffectivePolicy{Tenant: in.Tenant, Class: className, Run: in.Run}
+	inConfig := map[string]bool{}
+	p.Allow = p.configEntries(cfg, cl.Allow, inConfig)
+	p.Passthrough = p.configEntries(cfg, cl.Passthrough, inConfig)
+
+	var errs []error
+	if d := in.Derivation; d != nil {
+		for _, dp := range d.Presets {
+			pr := presets[dp.Name]
+			if pr == nil {
+				errs = append(errs, fmt.Errorf("rules: derived preset %q is unknown", dp.Name))
+				continue
+			}
+			use := PresetUse{Preset: PresetRef{pr.Name, pr.Version}, Origin: Origin{Kind: OriginDerived, From: slices.Clone(dp.From)}}
+			switch {
+			case !slices.Contains(cl.Derive.Presets, dp.Name):
+				use.Note = fmt.Sprintf("not permitted: not in derive.presets of tenant %s class %s", in.Tenant, className)
+			case inConfig[dp.Name] && !(d.Repo != nil && d.Repo.Preset == dp.Name):
+				use.Note = "already in the class's config"
+			default:
+				repoPath := ""
+				if d.Repo != nil && d.Repo.Preset == dp.Name {
+					repoPath = d.Repo.Path
+				}
+				entries, unset := expandPreset(cfg, pr, repoPath)
+				for _, en := range entries {
+					en.Origin = use.Origin
+					en.Origin.Preset = use.Preset
+					en.Origin.Run = in.Run
+					p.Allow = append(p.Allow, en)
+				}
+				use.Entries = len(entries)
+				use.Note = unsetNote(unset)
+			}
+			p.Presets = append(p.Presets, use)
+		}
+	}
+	for _, g := range in.Grants {
+		if g.Tenant != in.Tenant {
+			errs = append(errs, fmt.Errorf("rules: grant %s is for tenant %q, not %q", g.ID, g.Tenant, in.Tenant))
+			continue
+		}
+		if (g.Class != "" && g.Class != className) || (!g.Expires.IsZero() && !now.Before(g.Expires)) {
+			continue
+		}
+		if err := checkOwnEntry(fmt.Sprintf("grant %s", g.ID), g.Entry, g.Passthrough); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		en := cloneEntry(g.Entry)
+		en.Origin = Origin{Kind: OriginGrant, Grant: g.ID, Run: in.Run}
+		if g.Passthrough {
+			p.Passthrough = append(p.Passthrough, en)
+		} else {
+			p.Allow = append(p.Allow, en)
+		}
+	}
+	for i, x := range in.Extras {
+		name := fmt.Sprintf("run %s extra %d (%s)", in.Run, i, x.Host)
+		if err := checkOwnEntry(name, x, false); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !withinPatterns(x.Host, cl.RunExtras) {
+			errs = append(errs, fmt.Errorf("rules: %s: not within run_extras of tenant %s class %s", name, in.Tenant, className))
+			continue
+		}
+		en := cloneEntry(x)
+		en.Origin = Origin{Kind: OriginRun, Run: in.Run}
+		p.Allow = append(p.Allow, en)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if d := in.Derivation; d != nil {
+		for _, s := range d.Suggestions {
+			if p.Decide(Query{Host: s.Host, Port: s.Port, Stage: StageConnect}).Action == Deny {
+				p.Suggestions = append(p.Suggestions, s)
+			}
+		}
+	}
+	return p, nil
+}
+
+// configEntries expands a class's config list, presets included, recording origins.
+func (p *EffectivePolicy) configEntries(cfg *Config, list []Entry, inConfig map[string]bool) []Entry {
+	out, uses := expandConfigEntries(cfg, list)
+	for _, u := range uses {
+		inConfig[u.Preset.Name] = true
+	}
+	p.Presets = append(p.Presets, uses...)
+	return out
+}
+
+// expandConfigEntries expands a class's config list, presets included, each entry with
+// its Origin; it also reports each preset used.
+func expandConfigEntries(cfg *Config, list []Entry) ([]Entry, []PresetUse) {
+	var out []Entry
+	var uses []PresetUse
+	for _, en := range list {
+		o := Origin{Kind: OriginConfig, File: cfg.Path, Line: en.Line}
+		if en.Preset == "" {
+			c := cloneEntry(en)
+			c.Origin = o
+			out = append(out, c)
+			continue
+		}
+		pr := presets[en.Preset]
+		if pr == nil {
+			continue // validated
+		}
+		o.Preset = PresetRef{pr.Name, pr.Version}
+		entries, unset := expandPreset(cfg, pr, "")
+		for _, pe := range entries {
+			pe.Line = en.Line
+			pe.Origin = o
+			out = append(out, pe)
+		}
+		uses = append(uses, PresetUse{Preset: o.Preset, Origin: Origin{Kind: OriginConfig, File: cfg.Path, Line: en.Line}, Entries: len(entries), Note: unsetNote(unset)})
+	}
+	return out, uses
+}
+
+func unsetNote(unset []string) string {
+	if len(unset) == 0 {
+		return ""
+	}
+	slices.Sort(unset)
+	return fmt.Sprintf("presets.hosts.%s unset in the config: contributes nothing", strings.Join(slices.Compact(unset), ", presets.hosts."))
+}
+
+// checkOwnEntry validates an entry that does not come from the config file (a grant or
+// a run's extra) as strictly as a config entry, and refuses what only the config may
+// say: presets and allow_addresses.
+func checkOwnEntry(name string, e Entry, passthrough bool) error {
+	if e.Preset != "" {
+		return fmt.Errorf("rules: %s: names preset %q; only the config and derivation select presets", name, e.Preset)
+	}
+	if len(e.AllowAddresses) > 0 {
+		return fmt.Errorf("rules: %s: allow_addresses may only be set in the config file", name)
+	}
+	v := validator{c: &Config{}}
+	v.entry(name, &e, passthrough)
+	if len(v.errs) > 0 {
+		return fmt.Errorf("rules: %w", errors.Join(v.errs...))
+	}
+	return nil
+}
+
+// withinPatterns reports whether host pattern h is covered by one of the patterns: an
+// exact host by an equal one or a wildcard that matches it, a wildcard by an equal or
+// wider wildcard.
+func withinPatterns(h string, patterns []string) bool {
+	hp, err := parseHostPattern(h)
+	if err != nil {
+		return false
+	}
+	for _, ps := range patterns {
+		p, err := parseHostPattern(ps)
+		if err != nil {
+			continue
+		}
+		if hp.exact != "" && p.match(hp.exact, hp.ip) {
+			return true
+		}
+		if hp.suffix != "" && p.suffix != "" && (hp.suffix == p.suffix || strings.HasSuffix(hp.suffix, p.suffix)) {
+			return true
+		}
+	}
+	return false
+}
+
+func cloneEntry(en Entry) Entry {
+	en.Ports = slices.Clone(en.Ports)
+	en.Methods = slices.Clone(en.Methods)
+	upperMethods(en.Methods)
+	en.Paths = slices.Clone(en.Paths)
+	en.AllowAddresses = slices.Clone(en.AllowAddresses)
+	en.Origin.From = slices.Clone(en.Origin.From)
+	return en
+}
+
+// RunEntries returns the entries that the class's config does not hold (derived,
+// granted and extra), for AddRun.
+func (p *EffectivePolicy) RunEntries() (allow, passthrough []Entry) {
+	keep := func(list []Entry) []Entry {
+		var out []Entry
+		for _, en := range list {
+			if en.Origin.Kind != OriginConfig {
+				out = append(out, cloneEntry(en))
+			}
+		}
+		return out
+	}
+	return keep(p.Allow), keep(p.Passthrough)
+}
+
+// Decide decides q against this policy alone (q.Identity is ignored), as the engine
+// would for the run: for `sluice policy check` and tests.
+func (p *EffectivePolicy) Decide(q Query) Decision {
+	p.once.Do(func() {
+		p.compiled = &class{allow: compileRules(p.Allow), passthrough: compileRules(p.Passthrough)}
+	})
+	d := Decision{Tenant: p.Tenant}
+	return decideIn(d, q, p.compiled, nil)
+}
+
+// compileRules compiles validated, expanded entries.
+func compileRules(entries []Entry) []*rule {
+	out := make([]*rule, 0, len(entries))
+	for _, en := range entries {
+		r, _ := compileRule(en)
+		out = append(out, r)
+	}
+	return out
+}
+
+// Run is a run registered with an Engine: its token (hashed) identifies it, and its own
+// entries add to its class's.
+type Run struct {
+	// ID names the run (letters, digits, '-', '_', '.'; at most 64).
+	ID string
+	// Tenant and Class the run belongs to; both must exist in the engine.
+	Tenant, Class string
+	// TokenHash is HashToken of the run's token; the token itself is never kept.
+	TokenHash [sha256.Size]byte
+	// Entries and Passthrough are the run's own entries beyond its class's config
+	// (EffectivePolicy.RunEntries): derived presets expanded, grants, extras. They may
+	// not name presets or allow_addresses.
+	Entries, Passthrough []Entry
+	// Expires ends the run: afterwards its token identifies nobody. Zero: no end.
+	Expires time.Time
+}
+
+// HashToken returns the SHA-256 of a token, the form in which runs keep it.
+func HashToken(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+
+// runTable is the concurrent-safe registry of runs, shared by the engines that replace
+// one another on reload (ShareRuns). Reads on the hot path take no lock.
+type runTable struct {
+	mu     sync.Mutex // serialises writers
+	byID   sync.Map   // string -> *liveRun
+	byHash sync.Map   // [32]byte -> *liveRun
+}
+
+type liveRun struct {
+	id, tenant, class string
+	hash              [sha256.Size]byte
+	expires           time.Time
+	own               *class
+}
+
+func (r *liveRun) expired(now func() time.Time) bool {
+	return !r.expires.IsZero() && !now().Before(r.expires)
+}
+
+var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// AddRun registers a run. Its tenant and class must exist in e; its entries are
+// validated as strictly as the config. The run is visible to every engine sharing e's
+// run table (see ShareRuns).
+func (e *Engine) AddRun(r Run) error {
+	if !runIDRE.MatchString(r.ID) {
+		return fmt.Errorf("rules: add run: bad run id %q", r.ID)
+	}
+	t := e.tenants[r.Tenant]
+	if t == nil || t.classes[r.Class] == nil {
+		return fmt.Errorf("rules: add run %s: unknown tenant or class %q/%q", r.ID, r.Tenant, r.Class)
+	}
+	if r.TokenHash == ([sha256.Size]byte{}) {
+		return fmt.Errorf("rules: add run %s: no token hash", r.ID)
+	}
+	if r.TokenHash == t.digest {
+		return fmt.Errorf("rules: add run %s: the run token is the tenant's token", r.ID)
+	}
+	var errs []error
+	check := func(list []Entry, what string, passthrough bool) {
+		for i, en := range list {
+			if en.Host != "" {
+				en.Preset = "" // an expanded preset entry: the name is provenance only
+			}
+			if err := checkOwnEntry(fmt.Sprintf("run %s %s %d", r.ID, what, i), en, passthrough); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	check(r.Entries, "entry", false)
+	check(r.Passthrough, "passthrough", true)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	lr := &liveRun{id: r.ID, tenant: r.Tenant, class: r.Class, hash: r.TokenHash, expires: r.Expires,
+		own: &class{allow: compileRules(withRun(r.Entries, r.ID)), passthrough: compileRules(withRun(r.Passthrough, r.ID))}}
+	rt := e.runs
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if _, dup := rt.byID.Load(r.ID); dup {
+		return fmt.Errorf("rules: add run %s: a run with this id exists", r.ID)
+	}
+	if _, dup := rt.byHash.Load(r.TokenHash); dup {
+		return fmt.Errorf("rules: add run %s: token already in use", r.ID)
+	}
+	rt.byID.Store(r.ID, lr)
+	rt.byHash.Store(r.TokenHash, lr)
+	return nil
+}
+
+func withRun(entries []Entry, id string) []Entry {
+	out := make([]Entry, 0, len(entries))
+	for _, en := range entries {
+		c := cloneEntry(en)
+		if c.Origin.Kind == "" {
+			c.Origin.Kind = OriginRun
+		}
+		c.Origin.Run = id
+		out = append(out, c)
+	}
+	return out
+}
+
+// RemoveRun forgets a run: its token identifies nobody from now on, and Decide denies
+// its identity. It reports whether the run was registered.
+func (e *Engine) RemoveRun(id string) bool {
+	rt := e.runs
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	v, ok := rt.byID.LoadAndDelete(id)
+	if ok {
+		rt.byHash.Delete(v.(*liveRun).hash)
+	}
+	return ok
+}
+
+// RunIDs returns the registered runs' ids, sorted (expired ones included until removed).
+func (e *Engine) RunIDs() []string {
+	var ids []string
+	e.runs.byID.Range(func(k, _ any) bool {
+		ids = append(ids, k.(string))
+		return true
+	})
+	slices.Sort(ids)
+	return ids
+}
+
+// ShareRuns makes e use old's run table, so that runs survive a reload: their own
+// entries stay, their class entries come from e. Call it before e serves requests.
+func (e *Engine) ShareRuns(old *Engine) {
+	if old != nil && old.runs != nil {
+		e.runs = old.runs
+	}
+}
+
+func (rt *runTable) byToken(h [sha256.Size]byte) *liveRun {
+	v, ok := rt.byHash.Load(h)
+	if !ok {
+		return nil
+	}
+	return v.(*liveRun)
+}
+
+func (rt *runTable) get(id string) *liveRun {
+	v, ok := rt.byID.Load(id)
+	if !ok {
+		return nil
+	}
+	return v.(*liveRun)
+}

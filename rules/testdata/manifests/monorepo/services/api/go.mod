@@ -1,0 +1,3 @@
+module example.test/mono/api
+
+go 1.22

@@ -1,0 +1,360 @@
+package scanner
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
+)
+
+// urlSegments are the request path and each query parameter, percent-decoded.
+func urlSegments(u *url.URL) []*segment {
+	segs := []*segment{{where: "url", text: u.Path}}
+	if u.RawQuery == "" {
+		return segs
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		// A malformed query is still scanned, as far as it decodes.
+		if d, err := url.QueryUnescape(u.RawQuery); err == nil {
+			return append(segs, &segment{where: "url", text: d})
+		}
+		return append(segs, &segment{where: "url", text: u.RawQuery})
+	}
+	var b strings.Builder
+	for _, k := range sortedKeys(q) {
+		for _, v := range q[k] {
+			b.WriteString(k + "=" + v + "\n")
+		}
+	}
+	return append(segs, &segment{where: "url", text: b.String()})
+}
+
+// urlEntropy flags query values that look like data rather than parameters.
+func urlEntropy(u *url.URL) []Finding {
+	var out []Finding
+	q, _ := url.ParseQuery(u.RawQuery)
+	for _, k := range sortedKeys(q) {
+		for _, v := range q[k] {
+			if len(v) >= 24 && entropy(v) >= 4.0 {
+				out = append(out, Finding{Kind: KindExfilLink, Rule: RuleURLEntropy, Where: "url:query." + k,
+					Snippet: k + "=" + mask(v), secret: secretText(v)})
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// headerSegments are "Name: value" lines, one per value.
+func headerSegments(h http.Header) []*segment {
+	var out []*segment
+	for _, name := range sortedKeys(h) {
+		cn := http.CanonicalHeaderKey(name)
+		if cn == "Proxy-Authorization" {
+			continue
+		}
+		for _, v := range h[name] {
+			out = append(out, &segment{where: "header:" + cn, header: cn, text: cn + ": " + v})
+		}
+	}
+	return out
+}
+
+// contentEncodings lists the body's codings in the order they were applied.
+func contentEncodings(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			c = strings.ToLower(strings.TrimSpace(c))
+			if c != "" && c != "identity" {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+var errTooLarge = errors.New("decompressed body over the limit")
+
+// decompress undoes the codings (last applied first), reading at most max
+// bytes of output from each layer: a decompression bomb stops there.
+func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
+	for i := len(encodings) - 1; i >= 0; i-- {
+		r, closeFn, err := decoder(encodings[i], b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", encodings[i], err)
+		}
+		out, err := io.ReadAll(io.LimitReader(r, max+1))
+		closeFn()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", encodings[i], err)
+		}
+		if int64(len(out)) > max {
+			return nil, errTooLarge
+		}
+		b = out
+	}
+	return b, nil
+}
+
+func decoder(enc string, b []byte) (io.Reader, func(), error) {
+	nop := func() {}
+	switch enc {
+	case "gzip", "x-gzip":
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		return r, nop, err
+	case "deflate":
+		// HTTP's deflate is zlib; some clients send raw deflate.
+		if r, err := zlib.NewReader(bytes.NewReader(b)); err == nil {
+			return r, nop, nil
+		}
+		return flate.NewReader(bytes.NewReader(b)), nop, nil
+	case "br":
+		return brotli.NewReader(bytes.NewReader(b)), nop, nil
+	case "zstd":
+		r, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(256<<20))
+		if err != nil {
+			return nil, nop, err
+		}
+		return r, r.Close, nil
+	}
+	return nil, nop, fmt.Errorf("unsupported content encoding %q", enc)
+}
+
+// encoder compresses b again with enc, for redaction.
+func encode(enc string, b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	switch enc {
+	case "gzip", "x-gzip":
+		w = gzip.NewWriter(&buf)
+	case "deflate":
+		w = zlib.NewWriter(&buf)
+	case "br":
+		w = brotli.NewWriter(&buf)
+	case "zstd":
+		zw, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		w = zw
+	default:
+		return nil, fmt.Errorf("unsupported content encoding %q", enc)
+	}
+	if _, err := w.Write(b); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// bodySegments splits a decompressed body by its type.
+func bodySegments(b []byte, contentType string, encodings []string) []*segment {
+	chain := slices.Clone(encodings)
+	mt, params, _ := mime.ParseMediaType(contentType)
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json") || (mt == "" || mt == "text/plain") && json1(b):
+		if segs, ok := jsonSegments(b, chain); ok {
+			return segs
+		}
+	case mt == "application/x-www-form-urlencoded":
+		if q, err := url.ParseQuery(string(b)); err == nil {
+			var out []*segment
+			for _, k := range sortedKeys(q) {
+				for _, v := range q[k] {
+					out = append(out, &segment{where: "form:" + k, chain: chain, text: k + "=" + v, body: true})
+				}
+			}
+			return out
+		}
+	case strings.HasPrefix(mt, "multipart/") && params["boundary"] != "":
+		if segs, ok := multipartSegments(b, params["boundary"], chain); ok {
+			return segs
+		}
+	}
+	return []*segment{{where: "body", chain: chain, text: string(b), body: true, line: 1}}
+}
+
+// json1 reports whether b looks like a JSON object or array.
+func json1(b []byte) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) > 1 && (t[0] == '{' || t[0] == '[') && json.Valid(t)
+}
+
+// jsonSegments are the string values (and keys) of a JSON document, each
+// with its path ("json:$.messages[3].content"); a value under an object key
+// is seen as "key: value", so that rules keyed on names still match.
+func jsonSegments(b []byte, chain []string) ([]*segment, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		obj     bool
+		key     string
+		idx     int
+		wantKey bool
+	}
+	var stack []frame
+	var out []*segment
+	path := func() string {
+		var sb strings.Builder
+		sb.WriteString("json:$")
+		for _, f := range stack {
+			if f.obj {
+				if plainKey(f.key) {
+					sb.WriteString("." + f.key)
+				} else {
+					sb.WriteString("[" + strconv.Quote(f.key) + "]")
+				}
+			} else {
+				sb.WriteString("[" + strconv.Itoa(f.idx) + "]")
+			}
+		}
+		return sb.String()
+	}
+	// after a value, advance the enclosing container.
+	next := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].obj {
+				stack[n-1].wantKey = true
+			} else {
+				stack[n-1].idx++
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, frame{obj: true, wantKey: true})
+			case '[':
+				stack = append(stack, frame{})
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+				next()
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].wantKey {
+				stack[n-1].key, stack[n-1].wantKey = v, false
+				continue
+			}
+			text := v
+			if n := len(stack); n > 0 && stack[n-1].obj {
+				text = stack[n-1].key + ": " + v
+			}
+			out = append(out, &segment{where: path(), chain: chain, text: text, body: true})
+			next()
+		default:
+			next()
+		}
+	}
+	return out, true
+}
+
+var plainKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func plainKey(k string) bool { return plainKeyRE.MatchString(k) }
+
+// multipartSegments are the parts of a multipart body, each read by its own
+// type; a base64 Content-Transfer-Encoding is undone.
+func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, bool) {
+	mr := multipart.NewReader(bytes.NewReader(b), boundary)
+	var out []*segment
+	for i := 0; ; i++ {
+		p, err := mr.NextRawPart()
+		if err == io.EOF {
+			return out, true
+		}
+		if err != nil {
+			return nil, false
+		}
+		data, err := io.ReadAll(p)
+		if err != nil {
+			return nil, false
+		}
+		name := p.FormName()
+		if name == "" {
+			name = strconv.Itoa(i)
+		}
+		c := slices.Clone(chain)
+		if strings.EqualFold(p.Header.Get("Content-Transfer-Encoding"), "base64") {
+			d, err := base64.StdEncoding.DecodeString(strings.Map(dropSpace, string(data)))
+			if err == nil {
+				data = d
+				c = append(c, "base64")
+			}
+		}
+		for _, sg := range bodySegments(data, p.Header.Get("Content-Type"), c) {
+			sg.where = "multipart:" + name + strings.TrimPrefix(strings.TrimPrefix(sg.where, "body"), "json:")
+			sg.line = 0
+			out = append(out, sg)
+		}
+		for k, vs := range p.Header {
+			for _, v := range vs {
+				out = append(out, &segment{where: "multipart:" + name + ":header", chain: chain, text: k + ": " + v, body: true})
+			}
+		}
+	}
+}
+
+func dropSpace(r rune) rune {
+	if r == '\r' || r == '\n' || r == ' ' || r == '\t' {
+		return -1
+	}
+	return r
+}
+
+// entropy is the Shannon entropy of s in bits per byte.
+func entropy(s string) float64 {
+	if s == "" {
+		return 0
+	}
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	var h float64
+	n := float64(len(s))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}

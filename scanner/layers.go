@@ -1,0 +1,259 @@
+package scanner
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"unicode/utf8"
+)
+
+// Shortest encoded runs worth decoding: shorter ones cannot hide a credential.
+const (
+	minBase64Run = 16
+	minHexRun    = 32
+)
+
+// encoding names, as they appear in a decoding chain.
+const (
+	encBase64    = "base64"
+	encBase64URL = "base64url"
+	encHex       = "hex"
+	encPercent   = "percent"
+)
+
+// run is an encoded stretch of text.
+type run struct {
+	start, end int
+	enc        string
+	decoded    string
+}
+
+// encodedRuns finds base64, base64url and hex runs in s that decode to text.
+func encodedRuns(s string) []run {
+	var out []run
+	for i := 0; i < len(s); {
+		if !isB64(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isB64(s[j]) {
+			j++
+		}
+		k := j
+		for k < len(s) && k-j < 2 && s[k] == '=' {
+			k++
+		}
+		if j-i >= minBase64Run {
+			if r, ok := decodeRun(s[i:k]); ok {
+				r.start, r.end = i, k
+				out = append(out, r)
+			}
+		}
+		i = k
+		if i == j {
+			i++
+		}
+	}
+	return out
+}
+
+func isB64(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
+}
+
+func isHexStr(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+func decodeRun(t string) (run, bool) {
+	if len(t) >= minHexRun && len(t)%2 == 0 && isHexStr(t) {
+		if b, err := hex.DecodeString(t); err == nil && textual(b) {
+			return run{enc: encHex, decoded: string(b)}, true
+		}
+		return run{}, false
+	}
+	enc := encBase64
+	var e *base64.Encoding
+	switch {
+	case strings.ContainsAny(t, "-_") && strings.ContainsAny(t, "+/"):
+		return run{}, false
+	case strings.ContainsAny(t, "-_"):
+		enc, e = encBase64URL, base64.RawURLEncoding
+	default:
+		e = base64.RawStdEncoding
+	}
+	b, err := e.DecodeString(strings.TrimRight(t, "="))
+	if err != nil || len(b) < 8 || !textual(b) {
+		return run{}, false
+	}
+	return run{enc: enc, decoded: string(b)}, true
+}
+
+// textual reports whether b reads as text: valid UTF-8 with few control bytes.
+func textual(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	bad := 0
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			bad++
+		}
+	}
+	return bad*20 <= len(b)
+}
+
+// hasPercent reports whether s holds a %XX escape.
+func hasPercent(s string) bool {
+	for i := strings.IndexByte(s, '%'); i >= 0 && i+2 < len(s); {
+		if isHexStr(s[i+1 : i+3]) {
+			return true
+		}
+		n := strings.IndexByte(s[i+1:], '%')
+		if n < 0 {
+			return false
+		}
+		i += 1 + n
+	}
+	return false
+}
+
+// percentDecode undoes %XX escapes, leaving malformed ones as they are.
+func percentDecode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHexStr(s[i+1:i+3]) {
+			v, _ := hex.DecodeString(s[i+1 : i+3])
+			b.WriteByte(v[0])
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// percentEncode escapes everything but unreserved characters (RFC 3986).
+func percentEncode(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' || c == '*' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
+}
+
+// peel adds, for every segment, the text its encoded layers decode to, down
+// to the scanner's depth.
+func (s *Scanner) peel(segs []*segment) []*segment {
+	depth := s.depth()
+	out := segs
+	for i := 0; i < len(out); i++ {
+		g := out[i]
+		if g.depth >= depth {
+			continue
+		}
+		child := func(enc, text string) *segment {
+			return &segment{where: g.where, chain: append(append([]string(nil), g.chain...), enc), text: text,
+				header: g.header, body: g.body, depth: g.depth + 1}
+		}
+		for _, r := range encodedRuns(g.text) {
+			out = append(out, child(r.enc, r.decoded))
+		}
+		if hasPercent(g.text) {
+			out = append(out, child(encPercent, percentDecode(g.text)))
+		}
+	}
+	return out
+}
+
+// maskOf is what replaces a secret: as long as the secret, so that lengths
+// of fixed-width fields and encodings stay valid.
+func maskOf(secret string) string { return strings.Repeat("*", len(secret)) }
+
+// redactText replaces every secret in s, also inside encoded layers down to
+// depth, re-encoding each changed layer the way it was encoded.
+func redactText(s string, secrets []string, depth int) string {
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		s = strings.ReplaceAll(s, sec, maskOf(sec))
+		if esc := strings.ReplaceAll(sec, "/", `\/`); esc != sec {
+			s = strings.ReplaceAll(s, esc, maskOf(esc))
+		}
+	}
+	if depth <= 0 {
+		return s
+	}
+	runs := encodedRuns(s)
+	if len(runs) > 0 {
+		var b strings.Builder
+		last := 0
+		for _, r := range runs {
+			d := redactText(r.decoded, secrets, depth-1)
+			if d == r.decoded {
+				continue
+			}
+			b.WriteString(s[last:r.start])
+			b.WriteString(reencode(r.enc, s[r.start:r.end], d))
+			last = r.end
+		}
+		if last > 0 {
+			b.WriteString(s[last:])
+			s = b.String()
+		}
+	}
+	if hasPercent(s) {
+		// Token by token, so that text around an escaped secret keeps its form.
+		fields := strings.FieldsFunc(s, func(r rune) bool {
+			return r == ' ' || r == '\n' || r == '\t' || r == '"' || r == '\'' || r == '<' || r == '>' || r == '&' || r == '='
+		})
+		for _, f := range fields {
+			if !hasPercent(f) {
+				continue
+			}
+			d := percentDecode(f)
+			if r := redactText(d, secrets, depth-1); r != d {
+				s = strings.ReplaceAll(s, f, percentEncode(r))
+			}
+		}
+	}
+	return s
+}
+
+// reencode encodes text as orig was encoded (padding kept as it was).
+func reencode(enc, orig, text string) string {
+	switch enc {
+	case encHex:
+		h := hex.EncodeToString([]byte(text))
+		if strings.ToUpper(orig) == orig {
+			h = strings.ToUpper(h)
+		}
+		return h
+	case encBase64URL:
+		if strings.HasSuffix(orig, "=") {
+			return base64.URLEncoding.EncodeToString([]byte(text))
+		}
+		return base64.RawURLEncoding.EncodeToString([]byte(text))
+	default:
+		if strings.HasSuffix(orig, "=") || len(orig)%4 == 0 {
+			return base64.StdEncoding.EncodeToString([]byte(text))
+		}
+		return base64.RawStdEncoding.EncodeToString([]byte(text))
+	}
+}

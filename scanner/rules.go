@@ -1,0 +1,202 @@
+package scanner
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/viper"
+	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/logging"
+
+	"github.com/sluice-egress/sluice/rules/packs"
+)
+
+// Pack is one rule pack in gitleaks' TOML format. Its rules are layered over
+// gitleaks' default rules: a rule with a new id is added, a rule with an
+// existing id replaces it whole, [extend] disabledRules removes rules and
+// [[allowlists]] (with or without targetRules) are added. A [sluice.actions]
+// table (rule id = "block" | "redact" | "alert") sets rules' default actions.
+type Pack struct {
+	// Name is where the pack came from, for errors ("sluice.toml", a path).
+	Name string
+	// Data is the TOML text.
+	Data []byte
+}
+
+// ShippedPacks returns the packs under rules/packs, in name order.
+func ShippedPacks() ([]Pack, error) {
+	names, err := fs.Glob(packs.FS, "*.toml")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out := make([]Pack, 0, len(names))
+	for _, n := range names {
+		b, err := packs.FS.ReadFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("scanner: shipped pack %s: %w", n, err)
+		}
+		out = append(out, Pack{Name: "rules/packs/" + n, Data: b})
+	}
+	return out, nil
+}
+
+// Rules is a compiled rule set: gitleaks' defaults plus packs. It is
+// immutable and safe for concurrent use.
+type Rules struct {
+	det     *detect.Detector
+	actions map[string]Action // default action by rule id, from packs
+	ids     []string
+}
+
+// IDs returns the rule ids, sorted.
+func (r *Rules) IDs() []string { return slices.Clone(r.ids) }
+
+// loadMu serialises config loading: gitleaks' config code reads and writes
+// package globals (viper's global instance, an extend depth counter).
+var loadMu sync.Mutex
+
+// LoadRules compiles gitleaks' default rules with the shipped packs and then
+// extra, in that order. Build it once at start-up: loading is slow and not
+// concurrent; scanning with the result is.
+func LoadRules(extra ...Pack) (*Rules, error) {
+	shipped, err := ShippedPacks()
+	if err != nil {
+		return nil, err
+	}
+	return loadRules(append(shipped, extra...))
+}
+
+func loadRules(list []Pack) (*Rules, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	// gitleaks logs through a global zerolog logger: keep it quiet, findings
+	// are reported by us and its messages can quote matched text.
+	logging.Logger = zerolog.Nop()
+
+	base, _, err := translate("gitleaks default config", []byte(config.DefaultConfig))
+	if err != nil {
+		return nil, err
+	}
+	actions := map[string]Action{}
+	for _, p := range list {
+		pc, pv, err := translate(p.Name, p.Data)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range pv.Extend.DisabledRules {
+			delete(base.Rules, id)
+		}
+		for id, r := range pc.Rules {
+			base.Rules[id] = r
+		}
+		base.Allowlists = append(base.Allowlists, pc.Allowlists...)
+		for id, als := range pv.targeted {
+			r, ok := base.Rules[id]
+			if !ok {
+				return nil, fmt.Errorf("scanner: pack %s: [[allowlists]] targets unknown rule %q", p.Name, id)
+			}
+			r.Allowlists = append(r.Allowlists, als...)
+			base.Rules[id] = r
+		}
+		for id, a := range pv.actions {
+			act, err := ParseAction(a)
+			if err != nil || act == Pass {
+				return nil, fmt.Errorf("scanner: pack %s: [sluice.actions] %s: %q is not block, redact or alert", p.Name, id, a)
+			}
+			actions[id] = act
+		}
+	}
+	for id := range actions {
+		if _, ok := base.Rules[id]; !ok {
+			return nil, fmt.Errorf("scanner: [sluice.actions] names unknown rule %q", id)
+		}
+	}
+	base.Keywords = map[string]struct{}{}
+	base.OrderedRules = base.OrderedRules[:0]
+	for id, r := range base.Rules {
+		for _, k := range r.Keywords {
+			base.Keywords[strings.ToLower(k)] = struct{}{}
+		}
+		base.OrderedRules = append(base.OrderedRules, id)
+	}
+	sort.Strings(base.OrderedRules)
+	det := detect.NewDetector(base)
+	det.MaxDecodeDepth = 0 // layers are decoded by us, so that each finding knows its chain
+	return &Rules{det: det, actions: actions, ids: slices.Clone(base.OrderedRules)}, nil
+}
+
+// packExtras is what a pack carries besides gitleaks' own config.
+type packExtras struct {
+	Extend   config.Extend
+	targeted map[string][]*config.Allowlist
+	actions  map[string]string
+}
+
+// translate parses one TOML document with a private viper instance and
+// turns it into a gitleaks config without letting gitleaks extend it.
+func translate(name string, data []byte) (config.Config, packExtras, error) {
+	v := viper.New()
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return config.Config{}, packExtras{}, fmt.Errorf("scanner: pack %s: %w", name, err)
+	}
+	var vc config.ViperConfig
+	if err := v.Unmarshal(&vc); err != nil {
+		return config.Config{}, packExtras{}, fmt.Errorf("scanner: pack %s: %w", name, err)
+	}
+	ex := packExtras{Extend: vc.Extend, targeted: map[string][]*config.Allowlist{}, actions: v.GetStringMapString("sluice.actions")}
+	vc.Extend = config.Extend{}
+	// Allowlists aimed at rules of another layer cannot be resolved by
+	// Translate: compile them alone as global ones and attach them ourselves.
+	var global, targeted = vc.Allowlists[:0:0], vc.Allowlists[:0:0]
+	for _, a := range vc.Allowlists {
+		if len(a.TargetRules) > 0 {
+			targeted = append(targeted, a)
+		} else {
+			global = append(global, a)
+		}
+	}
+	if len(targeted) > 0 {
+		tmp := config.ViperConfig{}
+		for _, a := range targeted {
+			c := *a
+			c.TargetRules = nil
+			tmp.Allowlists = append(tmp.Allowlists, &c)
+		}
+		tc, err := tmp.Translate()
+		if err != nil {
+			return config.Config{}, packExtras{}, fmt.Errorf("scanner: pack %s: %w", name, err)
+		}
+		for i, a := range targeted {
+			for _, id := range a.TargetRules {
+				ex.targeted[id] = append(ex.targeted[id], tc.Allowlists[i])
+			}
+		}
+	}
+	vc.Allowlists = global
+	c, err := vc.Translate()
+	if err != nil {
+		return config.Config{}, packExtras{}, fmt.Errorf("scanner: pack %s: %w", name, err)
+	}
+	return c, ex, nil
+}
+
+var (
+	defaultRulesOnce sync.Once
+	defaultRules     *Rules
+	defaultRulesErr  error
+)
+
+// DefaultRules returns the shipped rules, compiled once per process.
+func DefaultRules() (*Rules, error) {
+	defaultRulesOnce.Do(func() { defaultRules, defaultRulesErr = LoadRules() })
+	return defaultRules, defaultRulesErr
+}

@@ -1,0 +1,587 @@
+// Package scanner finds secrets, canary tokens and exfiltration links in what
+// a request carries (URL, headers, decoded body) and reports them as findings.
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
+)
+
+// Defaults for a zero Scanner.
+const (
+	DefaultMaxBodyBytes = 10 << 20
+	DefaultTimeout      = 10 * time.Second
+	DefaultDecodeDepth  = 2
+)
+
+// MaxFindings caps the findings one scan reports (the verdict still counts
+// every one): a body full of candidates must not flood the incident store.
+const MaxFindings = 256
+
+// ErrTimeout is returned when a scan did not finish within Scanner.Timeout:
+// the caller must not forward what was not checked.
+var ErrTimeout = errors.New("scanner: scan deadline exceeded")
+
+// CanarySet recognises canary tokens by keyed fingerprint. *CanaryStore
+// implements it.
+type CanarySet interface {
+	// Canary returns the canary's id when fp is the fingerprint of one.
+	Canary(fp string) (id string, ok bool)
+	// Lengths are the lengths of the canary values, so that only tokens of
+	// those lengths are fingerprinted; empty: there are no canaries. It is
+	// called once at the start of each scan, before Canary.
+	Lengths() map[int]bool
+}
+
+// Scanner inspects requests. Its zero value works: the shipped rules, a
+// 10 MiB body limit, two decoding layers, a 10s deadline, a per-process
+// fingerprint key and no canaries. Set the fields before the first scan;
+// it is safe for concurrent use after that.
+type Scanner struct {
+	// Rules to match; nil: DefaultRules().
+	Rules *Rules
+	// Policy turns findings into actions; the zero Policy blocks secrets.
+	Policy Policy
+	// MaxBodyBytes is the largest body (also after decompression) scanned;
+	// zero: DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// DecodeDepth is how many layers of base64, base64url, hex and percent
+	// encoding are peeled; zero: DefaultDecodeDepth, negative: none.
+	DecodeDepth int
+	// Timeout bounds one scan; zero: DefaultTimeout. A scan that runs out of
+	// time fails (ErrTimeout), it never passes.
+	Timeout time.Duration
+	// Key is the HMAC key of fingerprints; nil: a random key per process
+	// (fingerprints then do not match across restarts or with canaries).
+	Key []byte
+	// Canaries recognises canary tokens; nil: none.
+	Canaries CanarySet
+
+	once    sync.Once
+	initErr error
+}
+
+func (s *Scanner) init() error {
+	s.once.Do(func() {
+		if s.Rules == nil {
+			s.Rules, s.initErr = DefaultRules()
+		}
+		if s.Key == nil {
+			s.Key = randomKey()
+		}
+	})
+	return s.initErr
+}
+
+func (s *Scanner) maxBody() int64 {
+	if s.MaxBodyBytes > 0 {
+		return s.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
+}
+
+func (s *Scanner) depth() int {
+	switch {
+	case s.DecodeDepth < 0:
+		return 0
+	case s.DecodeDepth == 0:
+		return DefaultDecodeDepth
+	}
+	return s.DecodeDepth
+}
+
+func (s *Scanner) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Request is what Scan reads.
+type Request struct {
+	// Tenant selects the tenant's policy overrides.
+	Tenant string
+	// Host is the destination (normalised), for bindings.
+	Host string
+	// URL of the request; its path and query are scanned.
+	URL *url.URL
+	// Header is scanned value by value; Proxy-Authorization is skipped (it
+	// carries the gateway's own credentials and never travels on).
+	Header http.Header
+	// Body is read up to the limit (plus one byte to notice more); nil: none.
+	Body io.Reader
+	// Allowed reports whether the client may reach host; links to hosts it
+	// may not reach are exfiltration channels. nil: links are not checked.
+	Allowed func(host string) bool
+}
+
+// Finding is one thing found. It never holds the secret in a form that
+// prints: the value is kept only for redaction and bindings.
+type Finding struct {
+	Kind        string // KindSecret, KindExfilLink, KindCanary, KindOversize
+	Rule        string // detection rule id
+	Where       string // "url", "header:Authorization", "json:$.messages[3].content", "body", "multipart:file"
+	Decoding    string // chain that revealed it, e.g. "gzip > base64"; "" when plain
+	Snippet     string // redacted evidence
+	Fingerprint string // HMAC-SHA256 of the secret with the installation key (hex, 128 bits)
+	Action      Action // decided by the Policy
+	Host        string // for exfil links: the foreign host
+	Line        int    // 1-based line within the scanned text, for files; 0 when unknown
+
+	secret secretText
+	header string // canonical header name when Where is a header
+}
+
+// String describes the finding without its secret.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s %s at %s decoding=%q action=%s snippet=%q fingerprint=%s", f.Kind, f.Rule, f.Where, f.Decoding, f.Action, f.Snippet, f.Fingerprint)
+}
+
+// Format prints String for every verb: fmt would print the unexported
+// secret field of a struct verbatim.
+func (f Finding) Format(s fmt.State, _ rune) { io.WriteString(s, f.String()) }
+
+// secretText hides a secret from every fmt verb.
+type secretText string
+
+func (secretText) Format(f fmt.State, _ rune) { io.WriteString(f, "[REDACTED]") }
+func (secretText) GoString() string           { return "[REDACTED]" }
+func (secretText) String() string             { return "[REDACTED]" }
+
+// Result is the outcome of a scan.
+type Result struct {
+	// Findings with their actions; bound credentials at their own
+	// destination are not findings.
+	Findings []Finding
+	// Verdict is the strongest action among the findings (Pass when none).
+	Verdict Action
+	// Reason for a Block: "secret-detected", "canary-detected", "exfil-link"
+	// or "body-too-large".
+	Reason string
+	// Body is what to forward in place of the request body (the bytes read,
+	// redacted for Redact, followed by the unread rest of an oversize body
+	// that the policy forwards); nil when the request had none.
+	Body io.Reader
+	// BodyLen is Body's length, -1 when unknown.
+	BodyLen int64
+	// URL and Header are the redacted URL and headers for Redact; nil: unchanged.
+	URL    *url.URL
+	Header http.Header
+	// Path is the request path safe to record: secrets found in the URL are
+	// masked, or the whole path replaced when they were encoded there.
+	Path string
+}
+
+// reasons by kind, strongest first.
+var reasonOrder = []struct{ kind, reason string }{
+	{KindCanary, "canary-detected"},
+	{KindSecret, "secret-detected"},
+	{KindExfilLink, "exfil-link"},
+	{KindOversize, "body-too-large"},
+}
+
+// Scan reads the request's URL, headers and body (up to the limit) and
+// returns the findings and what to forward. An error means the request was
+// not fully checked: fail closed.
+func (s *Scanner) Scan(ctx context.Context, req *Request) (*Result, error) {
+	if err := s.init(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	return s.scan(ctx, req, true)
+}
+
+func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result, error) {
+	res := &Result{BodyLen: -1}
+	var segs []*segment
+	var extra []Finding
+	if req.URL != nil {
+		segs = append(segs, urlSegments(req.URL)...)
+		extra = append(extra, urlEntropy(req.URL)...)
+	}
+	segs = append(segs, headerSegments(req.Header)...)
+
+	var raw []byte
+	var encodings []string
+	var plain []byte
+	if req.Body != nil {
+		max := s.maxBody()
+		buf, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+		if err != nil {
+			return nil, fmt.Errorf("scanner: read body: %w", err)
+		}
+		raw = buf
+		res.Body, res.BodyLen = bytes.NewReader(raw), int64(len(raw))
+		if int64(len(raw)) > max {
+			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body",
+				Snippet: fmt.Sprintf("body larger than %d bytes", max)})
+			res.Body, res.BodyLen = io.MultiReader(bytes.NewReader(raw), req.Body), -1
+			raw = nil
+		} else {
+			encodings = contentEncodings(req.Header)
+			p, err := decompress(raw, encodings, max)
+			switch {
+			case errors.Is(err, errTooLarge):
+				extra = append(extra, Finding{Kind: KindOversize, Rule: RuleDecompressed, Where: "body",
+					Decoding: strings.Join(encodings, " > "),
+					Snippet:  fmt.Sprintf("decompresses to more than %d bytes", max)})
+			case err != nil:
+				return nil, fmt.Errorf("scanner: body: %w", err)
+			default:
+				plain = p
+				segs = append(segs, bodySegments(plain, req.Header.Get("Content-Type"), encodings)...)
+			}
+		}
+	}
+	segs = s.peel(segs)
+	found, err := s.match(ctx, segs)
+	if err != nil {
+		return nil, err
+	}
+	found = s.withCanaries(segs, found)
+	if req.Allowed != nil {
+		found = append(found, s.exfil(segs, found, req.Allowed)...)
+	}
+	found = append(found, extra...)
+	found = dropCovered(found)
+	s.decide(req.Tenant, req.Host, found, res)
+	if req.URL != nil {
+		res.Path = safePath(req.URL.Path, res.Findings)
+	}
+	if res.Verdict == Redact && redact {
+		if err := s.redact(ctx, req, plain, encodings, res); err != nil {
+			// What could not be redacted is not forwarded.
+			for i := range res.Findings {
+				if res.Findings[i].Action == Redact {
+					res.Findings[i].Action = Block
+				}
+			}
+			res.Verdict = Block
+			res.Reason = reasonFor(res.Findings)
+		}
+	}
+	return res, nil
+}
+
+// dropCovered drops high-entropy URL findings whose value holds a secret
+// that has its own finding.
+func dropCovered(found []Finding) []Finding {
+	out := found[:0:0]
+	for _, f := range found {
+		covered := false
+		if f.Rule == RuleURLEntropy {
+			for _, o := range found {
+				if o.Kind != KindExfilLink && o.secret != "" && strings.Contains(string(f.secret), string(o.secret)) {
+					covered = true
+				}
+			}
+		}
+		if !covered {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// safePath masks secrets found in the URL out of the path.
+func safePath(p string, fs []Finding) string {
+	inURL := false
+	for _, f := range fs {
+		if !strings.HasPrefix(f.Where, "url") || f.secret == "" {
+			continue
+		}
+		inURL = true
+		p = strings.ReplaceAll(p, string(f.secret), mask(string(f.secret)))
+	}
+	if inURL && !strings.Contains(p, "[REDACTED") {
+		for _, f := range fs {
+			if f.Where == "url" && f.Decoding != "" {
+				return "/[REDACTED]"
+			}
+		}
+	}
+	return p
+}
+
+// withCanaries adds canary findings and drops the secret findings that
+// were canaries: a canary is reported once, as a canary.
+func (s *Scanner) withCanaries(segs []*segment, found []Finding) []Finding {
+	cs := s.canaries(segs, found)
+	if len(cs) == 0 {
+		return found
+	}
+	fps := map[string]bool{}
+	for _, c := range cs {
+		fps[c.Fingerprint] = true
+	}
+	out := found[:0:0]
+	for _, f := range found {
+		if !fps[fingerprint(s.Key, string(f.secret))] {
+			out = append(out, f)
+		}
+	}
+	return append(out, cs...)
+}
+
+// decide assigns actions, drops bound credentials and sets the verdict.
+func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
+	for i := range found {
+		f := &found[i]
+		if s.Policy.bound(tenant, host, f) {
+			continue
+		}
+		f.Action = s.Policy.action(tenant, s.Rules.actions, f)
+		if f.Action == Pass {
+			continue
+		}
+		if f.Fingerprint == "" && f.secret != "" {
+			f.Fingerprint = fingerprint(s.Key, string(f.secret))
+		}
+		res.Findings = append(res.Findings, *f)
+		res.Verdict = max(res.Verdict, f.Action)
+	}
+	// Evidence around one secret must not show another.
+	var pairs []string
+	seen := map[secretText]bool{}
+	for _, f := range res.Findings {
+		if f.secret != "" && !seen[f.secret] {
+			seen[f.secret] = true
+			pairs = append(pairs, string(f.secret), mask(string(f.secret)))
+		}
+	}
+	if len(pairs) > 2 {
+		rep := strings.NewReplacer(pairs...)
+		for i := range res.Findings {
+			res.Findings[i].Snippet = rep.Replace(res.Findings[i].Snippet)
+		}
+	}
+	// A flood of findings is reported in part: the verdict counts them all.
+	if len(res.Findings) > MaxFindings {
+		res.Findings = res.Findings[:MaxFindings]
+	}
+	// An oversize body cannot be redacted: redactions become blocks.
+	if res.Verdict == Redact && res.BodyLen < 0 && hasBodyRedaction(res.Findings) {
+		res.Verdict = Block
+	}
+	if res.Verdict == Block {
+		res.Reason = reasonFor(res.Findings)
+	}
+}
+
+func hasBodyRedaction(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Action == Redact && !strings.HasPrefix(f.Where, "url") && !strings.HasPrefix(f.Where, "header:") {
+			return true
+		}
+	}
+	return false
+}
+
+func reasonFor(fs []Finding) string {
+	for _, r := range reasonOrder {
+		for _, f := range fs {
+			if f.Kind == r.kind && f.Action == Block {
+				return r.reason
+			}
+		}
+	}
+	return "secret-detected"
+}
+
+// ScanText scans a file's or stdin's content: JSON is walked, anything else
+// read as text, layers are peeled. Exfiltration links are not checked.
+func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Finding, error) {
+	if err := s.init(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	ct := ""
+	if strings.HasSuffix(name, ".json") || json1(data) {
+		ct = "application/json"
+	}
+	segs := s.peel(bodySegments(data, ct, nil))
+	found, err := s.match(ctx, segs)
+	if err != nil {
+		return nil, err
+	}
+	found = s.withCanaries(segs, found)
+	res := &Result{}
+	s.decide("", "", found, res)
+	return res.Findings, nil
+}
+
+// segment is one piece of text the rules see, with where it came from.
+type segment struct {
+	where  string
+	chain  []string
+	text   string
+	header string // canonical header name for header segments
+	body   bool   // from the body (exfil links are looked for there)
+	depth  int    // layers peeled to get here
+	line   int    // 1-based line of text's start in the original, 0 unknown
+}
+
+func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }
+
+// Batches of text handed to gitleaks at once; larger segments are cut into
+// overlapping windows so that a secret across a cut is still whole in one.
+const (
+	batchBytes    = 64 << 10 // gitleaks locates each match by a walk over all lines of its fragment: keep fragments small
+	windowOverlap = 8 << 10
+	// separator ends every segment: a newline first, which rules accept as
+	// the end of a token, then a NUL that no rule's character class spans.
+	separator = "\n\x00\n"
+)
+
+// match runs the rules over the segments.
+func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error) {
+	type piece struct {
+		seg       *segment
+		text      string
+		firstLine int // line of the piece within the batch
+		lineBase  int // line of the piece's start in the original (0 unknown)
+	}
+	var out []Finding
+	seen := map[string]bool{}
+	var batch []piece
+	var size, lines int
+	var sb strings.Builder
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		sb.Reset()
+		sb.Grow(size)
+		for _, p := range batch {
+			sb.WriteString(p.text)
+			sb.WriteString(separator)
+		}
+		fs := s.Rules.det.DetectContext(ctx, detect.Fragment{Raw: sb.String()})
+		if ctx.Err() != nil {
+			return ErrTimeout
+		}
+		for _, gf := range fs {
+			i := sort.Search(len(batch), func(i int) bool { return batch[i].firstLine > gf.StartLine }) - 1
+			if i < 0 {
+				continue
+			}
+			p := batch[i]
+			f := s.finding(p.seg, gf)
+			if p.lineBase > 0 && p.seg.depth == 0 {
+				f.Line = p.lineBase + gf.StartLine - p.firstLine
+			}
+			key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, f)
+		}
+		batch, size, lines = batch[:0], 0, 0
+		return nil
+	}
+	add := func(seg *segment, text string, lineBase int) error {
+		if size+len(text) > batchBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, piece{seg: seg, text: text, firstLine: lines, lineBase: lineBase})
+		size += len(text) + len(separator)
+		lines += strings.Count(text, "\n") + strings.Count(separator, "\n")
+		return nil
+	}
+	for _, seg := range segs {
+		t := seg.text
+		if len(t) <= batchBytes {
+			if err := add(seg, t, seg.line); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		line, counted := seg.line, 0
+		for start := 0; start < len(t); start += batchBytes - windowOverlap {
+			end := min(start+batchBytes, len(t))
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			if seg.line > 0 {
+				line += strings.Count(t[counted:start], "\n")
+				counted = start
+			}
+			if err := add(seg, t[start:end], line); err != nil {
+				return nil, err
+			}
+			if end == len(t) {
+				break
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// finding turns a gitleaks finding into ours, without keeping its line.
+func (s *Scanner) finding(seg *segment, gf report.Finding) Finding {
+	return Finding{Kind: KindSecret, Rule: gf.RuleID, Where: seg.where, Decoding: seg.decoding(),
+		secret: secretText(gf.Secret), header: seg.header,
+		Snippet: strings.TrimSpace(snippet(gf.Line, gf.Secret))}
+}
+
+// snippet shows a little context around the secret with the secret masked.
+func snippet(text, secret string) string {
+	i := strings.Index(text, secret)
+	if i < 0 || secret == "" {
+		return mask(secret)
+	}
+	const ctxLen = 24
+	a := max(0, i-ctxLen)
+	b := min(len(text), i+len(secret)+ctxLen)
+	before, after := clean(text[a:i]), clean(text[i+len(secret):b])
+	return before + mask(secret) + after
+}
+
+// mask shows at most a 4-character prefix of a long secret (a format's
+// marker such as "ghp_" or "AKIA"), never enough to use or guess it.
+func mask(secret string) string {
+	p := ""
+	if len(secret) >= 20 {
+		p = secret[:4]
+	}
+	return fmt.Sprintf("%s[REDACTED %d]", p, len(secret))
+}
+
+// clean keeps printable ASCII of context text (no newlines, no control bytes).
+func clean(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// sortFindings orders findings by where and rule, for stable output.
+func sortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return strings.Compare(a.Where+"\x00"+a.Rule, b.Where+"\x00"+b.Rule)
+	})
+}

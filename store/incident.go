@@ -1,0 +1,391 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Triage states of an incident.
+const (
+	TriageNew           = "new"
+	TriageAcknowledged  = "acknowledged"
+	TriageFalsePositive = "false-positive"
+	TriageResolved      = "resolved"
+)
+
+// TriageStates lists the valid triage states.
+var TriageStates = []string{TriageNew, TriageAcknowledged, TriageFalsePositive, TriageResolved}
+
+func validTriage(s string) bool {
+	for _, v := range TriageStates {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Incident is one stored refusal, block or finding. It mirrors the
+// gateway's event and adds the id and the triage. It never holds a secret:
+// Snippet is redacted evidence, Fingerprint a keyed hash.
+type Incident struct {
+	ID          string
+	Time        time.Time
+	Tenant      string
+	Class       string
+	Run         string
+	Kind        string // "deny", "secret", …
+	Reason      string // "host-not-allowed", "secret-detected", …
+	Action      string // "block", "redact" or "alert"
+	Host        string
+	Port        int
+	Method      string
+	Path        string // never with the query string
+	Client      string
+	Rule        string
+	Where       string
+	Decoding    string
+	Snippet     string
+	Fingerprint string
+
+	// Triage is one of TriageStates; "" reads as TriageNew on insert.
+	Triage      string
+	TriageNote  string
+	TriageActor string
+	TriageTime  time.Time
+}
+
+const incidentColumns = `id, at, tenant, class, run, kind, reason, action, host, port, method, path, client,
+	rule, location, decoding, snippet, fingerprint, triage, triage_note, triage_actor, triage_at`
+
+func scanIncident(sc interface{ Scan(...any) error }) (Incident, error) {
+	var in Incident
+	var at, tat int64
+	err := sc.Scan(&in.ID, &at, &in.Tenant, &in.Class, &in.Run, &in.Kind, &in.Reason, &in.Action, &in.Host,
+		&in.Port, &in.Method, &in.Path, &in.Client, &in.Rule, &in.Where, &in.Decoding, &in.Snippet,
+		&in.Fingerprint, &in.Triage, &in.TriageNote, &in.TriageActor, &tat)
+	in.Time, in.TriageTime = fromNanos(at), fromNanos(tat)
+	return in, err
+}
+
+// InsertIncidents stores incidents in one transaction: all or none. Each
+// needs an ID (NewID(PrefixIncident, …)); a zero Time is now.
+func (s *Store) InsertIncidents(ctx context.Context, ins []Incident) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: insert incidents: %w", err)
+	}
+	defer tx.Rollback()
+	if err := insertIncidents(ctx, tx, ins, s.now()); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: insert incidents: commit: %w", err)
+	}
+	return nil
+}
+
+func insertIncidents(ctx context.Context, tx *sql.Tx, ins []Incident, now time.Time) error {
+	st, err := tx.PrepareContext(ctx, `INSERT INTO incidents (`+incidentColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("store: insert incidents: %w", err)
+	}
+	defer st.Close()
+	for _, in := range ins {
+		if in.ID == "" {
+			return fmt.Errorf("%w: incident without id", ErrInvalid)
+		}
+		if in.Time.IsZero() {
+			in.Time = now
+		}
+		if in.Triage == "" {
+			in.Triage = TriageNew
+		}
+		if !validTriage(in.Triage) {
+			return fmt.Errorf("%w: triage state %q", ErrInvalid, in.Triage)
+		}
+		if _, err := st.ExecContext(ctx, in.ID, nanos(in.Time), in.Tenant, in.Class, in.Run, in.Kind, in.Reason,
+			in.Action, in.Host, in.Port, in.Method, in.Path, in.Client, in.Rule, in.Where, in.Decoding,
+			in.Snippet, in.Fingerprint, in.Triage, in.TriageNote, in.TriageActor, nanos(in.TriageTime)); err != nil {
+			return fmt.Errorf("store: insert incident %s: %w", in.ID, err)
+		}
+	}
+	return nil
+}
+
+// GetIncident returns one incident, or ErrNotFound.
+func (s *Store) GetIncident(ctx context.Context, id string) (Incident, error) {
+	in, err := scanIncident(s.db.QueryRowContext(ctx, "SELECT "+incidentColumns+" FROM incidents WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Incident{}, fmt.Errorf("store: incident %s: %w", id, err)
+	}
+	return in, nil
+}
+
+// IncidentFilter selects incidents. Empty fields do not filter. Results come
+// newest first; After continues a listing after the last incident of the
+// previous page (keyset paging: stable while new incidents arrive).
+type IncidentFilter struct {
+	Tenant, Run, Class, Kind, Rule, Action, Host, Triage, Fingerprint string
+	// Since (inclusive) and Until (exclusive) bound the time; zero: open.
+	Since, Until time.Time
+	// After is the Cursor of the last incident already seen; "" starts at the newest.
+	After string
+	// Limit is the page size. Zero: 50; at most 1000.
+	Limit int
+}
+
+// IncidentPage is one page of a listing.
+type IncidentPage struct {
+	Incidents []Incident
+	// Next is the cursor for the following page, "" when this was the last.
+	Next string
+}
+
+// Cursor is the paging position of an incident: its time and id.
+func (in Incident) Cursor() string {
+	return fmt.Sprintf("%d.%s", nanos(in.Time), in.ID)
+}
+
+func parseCursor(c string) (int64, string, error) {
+	at, id, ok := strings.Cut(c, ".")
+	n, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" {
+		return 0, "", fmt.Errorf("%w: bad cursor %q", ErrInvalid, c)
+	}
+	return n, id, nil
+}
+
+// where builds the WHERE clause shared by listings and statistics.
+func (f IncidentFilter) where() (string, []any) {
+	var conds []string
+	var args []any
+	eq := func(col, v string) {
+		if v != "" {
+			conds = append(conds, col+" = ?")
+			args = append(args, v)
+		}
+	}
+	eq("tenant", f.Tenant)
+	eq("run", f.Run)
+	eq("class", f.Class)
+	eq("kind", f.Kind)
+	eq("rule", f.Rule)
+	eq("action", f.Action)
+	eq("host", f.Host)
+	eq("triage", f.Triage)
+	eq("fingerprint", f.Fingerprint)
+	if !f.Since.IsZero() {
+		conds = append(conds, "at >= ?")
+		args = append(args, f.Since.UnixNano())
+	}
+	if !f.Until.IsZero() {
+		conds = append(conds, "at < ?")
+		args = append(args, f.Until.UnixNano())
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func (f IncidentFilter) limit() int {
+	switch {
+	case f.Limit <= 0:
+		return 50
+	case f.Limit > 1000:
+		return 1000
+	}
+	return f.Limit
+}
+
+// listQuery is the SQL of ListIncidents (exported to the tests through
+// ExplainList).
+func (f IncidentFilter) listQuery() (string, []any, error) {
+	where, args := f.where()
+	if f.After != "" {
+		at, id, err := parseCursor(f.After)
+		if err != nil {
+			return "", nil, err
+		}
+		if where == "" {
+			where = " WHERE "
+		} else {
+			where += " AND "
+		}
+		// A row value: SQLite turns it into a range on the (…, at, id) index.
+		where += "(at, id) < (?, ?)"
+		args = append(args, at, id)
+	}
+	q := "SELECT " + incidentColumns + " FROM incidents" + where + " ORDER BY at DESC, id DESC LIMIT ?"
+	return q, append(args, f.limit()+1), nil
+}
+
+// ListIncidents returns one page of incidents matching f, newest first.
+func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) (IncidentPage, error) {
+	q, args, err := f.listQuery()
+	if err != nil {
+		return IncidentPage{}, err
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return IncidentPage{}, fmt.Errorf("store: list incidents: %w", err)
+	}
+	defer rows.Close()
+	var p IncidentPage
+	for rows.Next() {
+		in, err := scanIncident(rows)
+		if err != nil {
+			return IncidentPage{}, fmt.Errorf("store: list incidents: %w", err)
+		}
+		p.Incidents = append(p.Incidents, in)
+	}
+	if err := rows.Err(); err != nil {
+		return IncidentPage{}, fmt.Errorf("store: list incidents: %w", err)
+	}
+	if n := f.limit(); len(p.Incidents) > n {
+		p.Incidents = p.Incidents[:n]
+		p.Next = p.Incidents[n-1].Cursor()
+	}
+	return p, nil
+}
+
+// ExplainList returns SQLite's query plan for ListIncidents(f), one line per
+// step ("SEARCH incidents USING INDEX incidents_tenant (tenant=?)"): for
+// tests and for diagnosing a slow dashboard.
+func (s *Store) ExplainList(ctx context.Context, f IncidentFilter) ([]string, error) {
+	q, args, err := f.listQuery()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: explain: %w", err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			return nil, err
+		}
+		plan = append(plan, detail)
+	}
+	return plan, rows.Err()
+}
+
+// TriageUpdate changes an incident's triage.
+type TriageUpdate struct {
+	// State is one of TriageStates.
+	State string
+	// Note says why; it is kept in the history.
+	Note string
+	// Actor is who decided (required).
+	Actor string
+}
+
+// TriageChange is one entry of an incident's triage history.
+type TriageChange struct {
+	Time     time.Time
+	Actor    string
+	From, To string
+	Note     string
+}
+
+// TriageIncident sets an incident's triage state and note, appends the
+// change to its history and to the audit log, all in one transaction.
+func (s *Store) TriageIncident(ctx context.Context, id string, u TriageUpdate) (Incident, error) {
+	if !validTriage(u.State) {
+		return Incident{}, fmt.Errorf("%w: triage state %q (want one of %s)", ErrInvalid, u.State, strings.Join(TriageStates, ", "))
+	}
+	if u.Actor == "" {
+		return Incident{}, fmt.Errorf("%w: triage needs an actor", ErrInvalid)
+	}
+	now := s.now()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Incident{}, fmt.Errorf("store: triage: %w", err)
+	}
+	defer tx.Rollback()
+	var from, tenant string
+	err = tx.QueryRowContext(ctx, "SELECT triage, tenant FROM incidents WHERE id = ?", id).Scan(&from, &tenant)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Incident{}, fmt.Errorf("store: triage: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE incidents SET triage = ?, triage_note = ?, triage_actor = ?, triage_at = ?
+		WHERE id = ?`, u.State, u.Note, u.Actor, now.UnixNano(), id); err != nil {
+		return Incident{}, fmt.Errorf("store: triage: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO triage_history (incident_id, at, actor, from_state, to_state, note)
+		VALUES (?, ?, ?, ?, ?, ?)`, id, now.UnixNano(), u.Actor, from, u.State, u.Note); err != nil {
+		return Incident{}, fmt.Errorf("store: triage: %w", err)
+	}
+	if _, err := appendAudit(ctx, tx, AuditEntry{Time: now, Actor: u.Actor, Action: "incident.triage", Tenant: tenant,
+		Target: id, Detail: from + " -> " + u.State}); err != nil {
+		return Incident{}, err
+	}
+	in, err := scanIncident(tx.QueryRowContext(ctx, "SELECT "+incidentColumns+" FROM incidents WHERE id = ?", id))
+	if err != nil {
+		return Incident{}, fmt.Errorf("store: triage: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Incident{}, fmt.Errorf("store: triage: commit: %w", err)
+	}
+	return in, nil
+}
+
+// TriageHistory returns an incident's triage changes, oldest first.
+func (s *Store) TriageHistory(ctx context.Context, id string) ([]TriageChange, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT at, actor, from_state, to_state, note FROM triage_history
+		WHERE incident_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: triage history: %w", err)
+	}
+	defer rows.Close()
+	var out []TriageChange
+	for rows.Next() {
+		var c TriageChange
+		var at int64
+		if err := rows.Scan(&at, &c.Actor, &c.From, &c.To, &c.Note); err != nil {
+			return nil, fmt.Errorf("store: triage history: %w", err)
+		}
+		c.Time = fromNanos(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// pruneChunk is how many incidents one prune transaction deletes.
+var pruneChunk int64 = 5000
+
+// PruneIncidents deletes incidents (and their triage history) older than
+// before, in chunks so that the writer is never held up for long. It
+// returns how many were deleted.
+func (s *Store) PruneIncidents(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM incidents WHERE rowid IN
+			(SELECT rowid FROM incidents WHERE at < ? ORDER BY at LIMIT ?)`, before.UnixNano(), pruneChunk)
+		if err != nil {
+			return total, fmt.Errorf("store: prune incidents: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
