@@ -152,7 +152,9 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) announce() {
 	cfg := s.Config
 	hostport := reachableProxy(s.ProxyAddr())
-	w := s.Stdout
+	// One write, so that a reader who sees the first line sees it all.
+	w := new(strings.Builder)
+	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
 	for _, t := range s.engine.Tenants() {
