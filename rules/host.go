@@ -160,7 +160,7 @@ func parseHostPattern(p string) (hostPattern, error) {
 			return hostPattern{}, fmt.Errorf("%w pattern %q: '*' only as the whole first label", ErrBadHost, p)
 		}
 		if strings.Contains(rest, ":") {
-			return hostPattern{}, fmt.Errorf("%w pattern %q: no port, use ports:", ErrBadHost, p)
+			return hostPattern{}, fmt.Errorf("%w pattern %q: no port here; list it under ports", ErrBadHost, p)
 		}
 		s, err := NormalizeHost(rest)
 		if err != nil {
@@ -182,11 +182,11 @@ func parseHostPattern(p string) (hostPattern, error) {
 	}
 	if strings.Contains(p, ":") && !strings.HasPrefix(p, "[") {
 		if _, err := netip.ParseAddr(p); err != nil {
-			return hostPattern{}, fmt.Errorf("%w pattern %q: no port, use ports:", ErrBadHost, p)
+			return hostPattern{}, fmt.Errorf("%w pattern %q: no port here; list it under ports", ErrBadHost, p)
 		}
 	}
 	if strings.HasPrefix(p, "[") && !strings.HasSuffix(p, "]") {
-		return hostPattern{}, fmt.Errorf("%w pattern %q: no port, use ports:", ErrBadHost, p)
+		return hostPattern{}, fmt.Errorf("%w pattern %q: no port here; list it under ports", ErrBadHost, p)
 	}
 	s, err := NormalizeHost(p)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -471,6 +470,7 @@ func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error)
 			sb.WriteString(p.text)
 			sb.WriteString(separator)
 		}
+		//lint:ignore SA1019 DetectContext in v8 takes detect.Fragment; sources.Fragment is v9's
 		fs := s.Rules.det.DetectContext(ctx, detect.Fragment{Raw: sb.String()})
 		if ctx.Err() != nil {
 			return ErrTimeout
@@ -577,11 +577,4 @@ func clean(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// sortFindings orders findings by where and rule, for stable output.
-func sortFindings(fs []Finding) {
-	slices.SortStableFunc(fs, func(a, b Finding) int {
-		return strings.Compare(a.Where+"\x00"+a.Rule, b.Where+"\x00"+b.Rule)
-	})
 }
