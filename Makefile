@@ -21,8 +21,9 @@ test: ## the whole suite; the namespace tests need root (CI sets SLUICE_REQUIRE_
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-bench: ## through the gateway vs. direct, in one run, printed as ratios
+bench: ## through the gateway vs. direct, and the scanner vs. the gitleaks CLI, printed as ratios
 	$(GO) run ./internal/benchharness
+	sh scanner/bench.sh
 
 check: fmt vet test
 	$(GO) mod verify
