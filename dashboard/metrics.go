@@ -13,26 +13,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Options configure the admin router.
-type Options struct {
-	// Metrics is served on /metrics. Nil: /metrics answers 404.
-	Metrics *Metrics
-	// Ready reports whether the gateway can serve: policy, CA and store
-	// loaded and answering. Nil: always ready. /readyz answers 503 with
-	// the error while it fails.
-	Ready func(ctx context.Context) error
-	// Logger nil: slog.Default().
-	Logger *slog.Logger
-}
+// ContentSecurityPolicy is sent with every answer: the dashboard shows
+// attacker-controlled text, so it loads nothing from anywhere but itself,
+// runs no script at all (no script-src: default-src 'none' forbids it)
+// and cannot be framed.
+const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // NewRouter returns the admin listener's handler: /healthz (the process is
-// alive), /readyz and /metrics. The dashboard pages and API mount on it.
+// alive), /readyz and /metrics, and, when o.Store is set, the dashboard
+// pages and the JSON API under /api, all behind Auth.Middleware.
 func NewRouter(o Options) *chi.Mux {
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			w.Header().Set("X-Content-Type-Options", "nosniff")
-			w.Header().Set("Cache-Control", "no-store")
+			h := w.Header()
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Cache-Control", "no-store")
+			h.Set("Content-Security-Policy", ContentSecurityPolicy)
+			h.Set("Referrer-Policy", "no-referrer")
+			h.Set("X-Frame-Options", "DENY")
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			h.Set("Cross-Origin-Resource-Policy", "same-origin")
 			next.ServeHTTP(w, req)
 		})
 	})
@@ -58,6 +60,9 @@ func NewRouter(o Options) *chi.Mux {
 		}
 		w.Write([]byte("ready\n"))
 	})
+	if o.Store != nil {
+		mountDashboard(r, o)
+	}
 	if o.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Metrics.Registry, promhttp.HandlerOpts{
 			Registry: o.Metrics.Registry, // counts its own scrape errors

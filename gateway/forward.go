@@ -56,6 +56,11 @@ type dialInfo struct {
 
 // forward sends an allowed request upstream to scheme://host:port.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, scheme, host string, port int) {
+	// Real secrets go in last, after the scan saw only phantoms.
+	inj, ok := g.credentials(w, r, id, host, port)
+	if !ok {
+		return
+	}
 	allow := g.Policy.AllowedAddresses(d)
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
@@ -68,8 +73,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
+			inj.apply(pr.Out)
 		},
-		Transport: g.transport(id.Tenant, allow),
+		ModifyResponse: inj.scrub,
+		Transport:      g.transport(id.Tenant, allow),
 		// FlushInterval stays 0: bodies of known length are written in
 		// full records; ReverseProxy flushes at once for event streams and
 		// bodies of unknown length, so long polls are not held back.

@@ -69,6 +69,10 @@ type Gateway struct {
 	// Scanner inspects every request before it is forwarded (secrets,
 	// canaries, exfiltration links). nil: requests are not scanned.
 	Scanner Scanner
+	// Credentials holds the runs' phantom credentials: the real secret
+	// replaces its phantom in requests to its bound hosts, after the scan.
+	// nil: none.
+	Credentials Credentials
 	// Logger nil: slog.Default().
 	Logger *slog.Logger
 	// HandshakeTimeout bounds the client's TLS handshake inside a tunnel. Zero: 10s.

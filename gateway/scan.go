@@ -46,6 +46,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	if r.Body != nil && r.Body != http.NoBody {
 		req.Body = r.Body
 	}
+	req.PhantomAllowed = g.phantomAllowed(r, id, host, port)
 	res, err := g.Scanner.Scan(r.Context(), req)
 	if err != nil {
 		g.logger().Warn("scan failed", logTenant, id.Tenant, logHost, host, logErr, err)
@@ -106,6 +107,8 @@ func findingReason(f scanner.Finding) string {
 	switch f.Kind {
 	case scanner.KindCanary:
 		return "canary-detected"
+	case scanner.KindPhantom:
+		return scanner.RulePhantom
 	case scanner.KindExfilLink:
 		return "exfil-link"
 	case scanner.KindOversize:

@@ -42,6 +42,10 @@ type Config struct {
 	Store StoreConfig `yaml:"store"`
 	// Presets configures the shipped presets (rules/presets).
 	Presets PresetsConfig `yaml:"presets"`
+	// Alerts configures webhook alerts for incidents.
+	Alerts AlertsConfig `yaml:"alerts"`
+	// Dashboard configures the dashboard's users and sessions.
+	Dashboard DashboardConfig `yaml:"dashboard"`
 	// Tenants by name. No tenants means nobody is let through.
 	Tenants map[string]*Tenant `yaml:"tenants"`
 
@@ -127,6 +131,9 @@ type Tenant struct {
 	TokenEnv string `yaml:"token_env"`
 	// Classes are the launch classes by name ("agent", "validation", ...).
 	Classes map[string]*Class `yaml:"classes"`
+	// Credentials are secrets the tenant's sandboxes get as phantoms, swapped for the
+	// real ones only towards their bound hosts (see credentials.go).
+	Credentials []Credential `yaml:"credentials"`
 }
 
 // Class is the policy of one launch class. A class without entries denies everything.
@@ -212,6 +219,7 @@ func (c *Config) applyDefaults() {
 	set("scanning.max_body_bytes", func() { c.Scanning.MaxBodyBytes = DefaultMaxBodyBytes })
 	set("scanning.on_oversize", func() { c.Scanning.OnOversize = OnOversizeBlock })
 	set("store.retention", func() { c.Store.Retention = DefaultRetention })
+	set("dashboard.session_ttl", func() { c.Dashboard.SessionTTL = DefaultSessionTTL })
 	for _, t := range c.Tenants {
 		if t == nil {
 			continue

@@ -515,11 +515,15 @@ func (e *Engine) RunIDs() []string {
 	return ids
 }
 
-// ShareRuns makes e use old's run table, so that runs survive a reload: their own
-// entries stay, their class entries come from e. Call it before e serves requests.
+// ShareRuns makes e use old's run table and grants (SetGrants), so that runs and grants
+// survive a reload: their own entries stay, their class entries come from e. Call it
+// before e serves requests.
 func (e *Engine) ShareRuns(old *Engine) {
 	if old != nil && old.runs != nil {
 		e.runs = old.runs
+	}
+	if old != nil && old.grants != nil {
+		e.grants = old.grants
 	}
 }
 

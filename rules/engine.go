@@ -133,6 +133,8 @@ type Engine struct {
 	decoy [sha256.Size]byte
 	// runs are the registered runs, shared with the engines that replace this one.
 	runs *runTable
+	// grants are the tenants' approved access requests (SetGrants), shared like runs.
+	grants *grantTable
 }
 
 type tenant struct {
@@ -170,6 +172,7 @@ func Compile(cfg *Config) (*Engine, error) {
 		upstream: map[string]netip.Addr{},
 		addrs:    map[*Entry][]netip.Prefix{},
 		runs:     &runTable{},
+		grants:   &grantTable{},
 	}
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
@@ -321,12 +324,12 @@ func (e *Engine) Decide(q Query) Decision {
 		}
 		own = r.own
 	}
-	return decideIn(d, q, cl, own)
+	return decideIn(d, q, cl, own, e.grants.classFor(q.Identity.Tenant, q.Identity.Class, time.Now))
 }
 
-// decideIn decides q on the entries of cl and then own (a run's own entries; nil for
-// none), filling in d.
-func decideIn(d Decision, q Query, cl, own *class) Decision {
+// decideIn decides q on the entries of cl and then those of own (a run's own entries,
+// the tenant's grants; nil ones are skipped), filling in d.
+func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 	host, err := NormalizeHost(q.Host)
 	if err != nil {
 		d.Reason = ReasonBadHost
@@ -348,14 +351,24 @@ func decideIn(d Decision, q Query, cl, own *class) Decision {
 
 	switch q.Stage {
 	case StageConnect:
-		var ownPass, ownAllow []*rule
-		if own != nil {
-			ownPass, ownAllow = own.passthrough, own.allow
-		}
-		for _, list := range [...]struct {
+		type list struct {
 			rules  []*rule
 			action Action
-		}{{cl.passthrough, Passthrough}, {ownPass, Passthrough}, {cl.allow, Inspect}, {ownAllow, Inspect}} {
+		}
+		var buf [6]list // no allocation for a class, a run and grants
+		lists := append(buf[:0], list{cl.passthrough, Passthrough})
+		for _, o := range own {
+			if o != nil {
+				lists = append(lists, list{o.passthrough, Passthrough})
+			}
+		}
+		lists = append(lists, list{cl.allow, Inspect})
+		for _, o := range own {
+			if o != nil {
+				lists = append(lists, list{o.allow, Inspect})
+			}
+		}
+		for _, list := range lists {
 			for _, r := range list.rules {
 				if !r.host.match(host, isIP) {
 					continue
@@ -373,11 +386,14 @@ func decideIn(d Decision, q Query, cl, own *class) Decision {
 		var path string
 		var pathErr error
 		pathDone := false
-		var ownAllow []*rule
-		if own != nil {
-			ownAllow = own.allow
+		var buf [3][]*rule
+		lists := append(buf[:0], cl.allow)
+		for _, o := range own {
+			if o != nil {
+				lists = append(lists, o.allow)
+			}
 		}
-		for _, rules := range [...][]*rule{cl.allow, ownAllow} {
+		for _, rules := range lists {
 			for _, r := range rules {
 				if !r.host.match(host, isIP) {
 					continue

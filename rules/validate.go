@@ -84,6 +84,8 @@ func (v *validator) config() {
 		v.fail("ca.leaf_ttl", "must not be negative")
 	}
 	v.storeConfig()
+	v.dashboard()
+	v.alerts()
 	v.presetHosts()
 	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
 		v.tenant(tn, c.Tenants[tn])
@@ -198,6 +200,7 @@ func (v *validator) tenant(name string, t *Tenant) {
 	case t.TokenEnv != "" && !envRE.MatchString(t.TokenEnv):
 		v.fail(key+".token_env", "bad environment variable name %q", t.TokenEnv)
 	}
+	v.credentials(name, t.Credentials)
 	for _, cn := range slices.Sorted(maps.Keys(t.Classes)) {
 		ckey := key + ".classes." + cn
 		if !nameRE.MatchString(cn) {

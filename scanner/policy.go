@@ -182,9 +182,10 @@ func (p *Policy) bound(tenant, host string, f *Finding) bool {
 }
 
 // action decides a finding's action: canaries block; then the tenant's
-// actions, the policy's, the rule pack's, the kind's default.
+// actions, the policy's, the rule pack's, the kind's default. Phantoms
+// outside their place block too.
 func (p *Policy) action(tenant string, packs map[string]Action, f *Finding) Action {
-	if f.Kind == KindCanary {
+	if f.Kind == KindCanary || f.Kind == KindPhantom {
 		return Block
 	}
 	for _, m := range []map[string]Action{p.Tenants[tenant].Actions, p.Actions, packs} {

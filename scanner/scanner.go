@@ -68,6 +68,8 @@ type Scanner struct {
 	Key []byte
 	// Canaries recognises canary tokens; nil: none.
 	Canaries CanarySet
+	// Phantoms recognises phantom credentials (see PhantomSet); nil: none.
+	Phantoms PhantomSet
 
 	once    sync.Once
 	initErr error
@@ -125,6 +127,10 @@ type Request struct {
 	// Allowed reports whether the client may reach host; links to hosts it
 	// may not reach are exfiltration channels. nil: links are not checked.
 	Allowed func(host string) bool
+	// PhantomAllowed reports whether the phantom with fingerprint fp, found
+	// at where with the decoding chain decoding, sits in its bound place for
+	// this request. nil: every phantom found is a misuse.
+	PhantomAllowed func(fp, where, decoding string) bool
 }
 
 // Finding is one thing found. It never holds the secret in a form that
@@ -187,6 +193,7 @@ type Result struct {
 // reasons by kind, strongest first.
 var reasonOrder = []struct{ kind, reason string }{
 	{KindCanary, "canary-detected"},
+	{KindPhantom, "phantom-misuse"},
 	{KindSecret, "secret-detected"},
 	{KindExfilLink, "exfil-link"},
 	{KindOversize, "body-too-large"},
@@ -252,6 +259,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 		return nil, err
 	}
 	found = s.withCanaries(segs, found)
+	found = s.withPhantoms(req, segs, found)
 	if req.Allowed != nil {
 		found = append(found, s.exfil(segs, found, req.Allowed)...)
 	}
@@ -419,6 +427,7 @@ func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Fin
 		return nil, err
 	}
 	found = s.withCanaries(segs, found)
+	found = s.withPhantoms(nil, segs, found)
 	res := &Result{}
 	s.decide("", "", found, res)
 	return res.Findings, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -74,13 +76,48 @@ func (s *Server) openAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listener: %w (change listen.admin or --admin)", err)
 	}
+	users, err := dashboardUsers(s.Config, os.Getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	o.adminLn = ln
 	o.admin = &http.Server{
-		Handler:           dashboard.NewRouter(dashboard.Options{Metrics: o.metrics, Ready: s.ready, Logger: s.Logger}),
+		Handler:           dashboard.NewRouter(s.dashboardOptions(users)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
 	return nil
+}
+
+// dashboardOptions wires the dashboard and API to the store, the policy in
+// force and the users.
+func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
+	engine := func() *rules.Engine {
+		if s.policy == nil {
+			return nil
+		}
+		return s.policy.Engine()
+	}
+	return dashboard.Options{
+		Metrics: s.ops.metrics, Ready: s.ready, Logger: s.Logger,
+		Store:  s.ops.store,
+		Engine: engine,
+		Config: func() *rules.Config { return s.Config },
+		Users:  users,
+		Identify: func(user, token string) (rules.Identity, error) {
+			e := engine()
+			if e == nil {
+				return rules.Identity{}, rules.ErrUnauthenticated
+			}
+			return e.Identify(user, token)
+		},
+		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
+		Runs:       s.runs,
+		GrantsChanged: func(ctx context.Context) error {
+			return s.runs.refreshGrants(ctx)
+		},
+	}
 }
 
 // AdminAddr is the bound admin address (useful with port 0).

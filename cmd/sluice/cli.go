@@ -38,6 +38,10 @@ Usage:
   sluice scan [PATH|-]... [--json] [--config FILE]
   sluice canary issue --tenant T [--run R] [--config FILE] [--json]
   sluice rules test --corpus DIR [--config FILE]
+  sluice run create [--tenant T] [--class C] [--ttl 1h] [--repo DIR] [--remote URL] [--admin URL] [--out DIR] [--json]
+  sluice run end RUN_ID [--tenant T] [--admin URL]
+      (credentials from SLUICE_TOKEN, or SLUICE_USER and SLUICE_PASSWORD; never argv)
+  sluice user hash [--bcrypt] < password
   sluice version
 
 Without --config, sluice runs on its embedded default: data in ./sluice-data,
@@ -100,6 +104,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%w: sluice rules test --corpus DIR", errUsage)
 		}
 		return runRulesTest(ctx, rest[1:], stdout, stderr)
+	case "user":
+		if len(rest) == 0 || rest[0] != "hash" {
+			return fmt.Errorf("%w: sluice user hash [--bcrypt] < password", errUsage)
+		}
+		return runUserHash(rest[1:], os.Stdin, stdout, stderr)
+	case "run":
+		return runRun(ctx, rest, os.Getenv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "sluice", versionString())
 		return nil

@@ -86,6 +86,12 @@ func exportTenant(cfg *rules.Config, store *ca.Store, tenant, outDir, proxyHostp
 		return "", nil, "", err
 	}
 	lines = envLines(proxyURL(proxyHostport, tenant, token), caPath, bundlePath)
+	// The tenant's phantom credentials, under the names its tools read.
+	phantoms, err := tenantPhantomEnv(cfg, tenant)
+	if err != nil {
+		return "", nil, "", err
+	}
+	lines = append(lines, phantoms...)
 	envPath = filepath.Join(outDir, "sluice.env")
 	if err := writeFileAtomic(envPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return "", nil, "", fmt.Errorf("write %s: %w", envPath, err)

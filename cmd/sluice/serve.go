@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -26,6 +28,8 @@ type Server struct {
 	Config *rules.Config
 	// DrainTimeout bounds how long open tunnels may finish on shutdown. Zero: 30s.
 	DrainTimeout time.Duration
+	// RunsInterval is how often expired runs are ended and grants refreshed. Zero: 30s.
+	RunsInterval time.Duration
 	Stdout       io.Writer
 	Logger       *slog.Logger
 
@@ -38,6 +42,10 @@ type Server struct {
 	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
 	policy *policyHolder
 	reload *reloader
+	runs   *runManager // runs and grants (runs.go)
+	alerts *alert.Sink // webhook alerts (alerts.go); nil without alerts.webhooks
+	// phantoms holds the runs' phantom credentials (credentials.go).
+	phantoms *phantom.Registry
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -65,18 +73,26 @@ func (s *Server) Open() error {
 			s.closeOps(context.Background())
 		}
 	}()
+	if err := s.openAlerts(); err != nil {
+		return err
+	}
 	s.policy = newPolicyHolder(engine)
 	s.gw = &gateway.Gateway{
 		Policy:  s.policy,
 		Leaf:    s.leaf,
 		Dialer:  s.countBytes(&guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger}),
 		RootCAs: roots,
-		Events:  s.events,
+		Events:  s.withAlerts(s.events),
 		Logger:  s.Logger,
 	}
 	// The scanner's rules are compiled once, here: a bad rule pack is a
 	// start-up error, and no request is forwarded unscanned.
-	if s.gw.Scanner, err = newScanner(cfg); err != nil {
+	sc, err := newScanner(cfg)
+	if err != nil {
+		return err
+	}
+	s.gw.Scanner = sc
+	if err := s.openCredentials(sc); err != nil {
 		return err
 	}
 	// Create every tenant's CA now: a CA that cannot be created or loaded is
@@ -89,6 +105,9 @@ func (s *Server) Open() error {
 	if cfg.Path != "" {
 		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Logger: s.Logger}
 		s.reload.start(cfg)
+	}
+	if err := s.openRuns(); err != nil {
+		return err
 	}
 	if err := s.openAdmin(); err != nil {
 		return err
@@ -123,6 +142,9 @@ func (s *Server) Run(ctx context.Context) error {
 		defer stopReload()
 		go s.reload.Run(rctx)
 	}
+	if s.runs != nil {
+		go s.runs.run(ctx)
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -139,6 +161,7 @@ func (s *Server) Run(ctx context.Context) error {
 	err := s.gw.Shutdown(sctx)
 	<-errc
 	s.closeOps(context.Background()) // drains the incident writer
+	s.closeAlerts()
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.Logger.Warn("drain timeout: closed the tunnels still open")
 		err = nil
@@ -166,7 +189,7 @@ func (s *Server) announce() {
 		}
 		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n  env lines:\n",
 			t, filepath.Join(out, "ca.pem"), envPath)
-		for _, l := range maskedEnv(lines, token) {
+		for _, l := range maskPhantoms(cfg, t, maskedEnv(lines, token)) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-egress/sluice/alert"
+	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// alertingSink is the gateway's EventSink when webhooks are configured: the store's
+// sink first, then an alert for what it recorded, so that an incident is alerted only
+// once it is stored (and with its id).
+type alertingSink struct {
+	inner  gateway.EventSink
+	alerts *alert.Sink
+}
+
+func (k *alertingSink) Emit(ctx context.Context, e gateway.Event) string {
+	id := k.inner.Emit(ctx, e)
+	if id != "" {
+		in := incidentOf(e) // bounded, query-less: what the store kept
+		k.alerts.Alert(alert.Incident{ID: id, Time: in.Time, Tenant: in.Tenant, Class: in.Class, Run: in.Run,
+			Kind: in.Kind, Reason: in.Reason, Action: in.Action, Host: in.Host, Port: in.Port, Method: in.Method,
+			Path: in.Path, Rule: in.Rule, Where: in.Where, Fingerprint: in.Fingerprint})
+	}
+	return id
+}
+
+// withAlerts wraps the store's sink with the alert sink, when there is one.
+func (s *Server) withAlerts(sink gateway.EventSink) gateway.EventSink {
+	if s.alerts == nil {
+		return sink
+	}
+	return &alertingSink{inner: sink, alerts: s.alerts}
+}
+
+// openAlerts builds the webhook sink of alerts.webhooks, reading each URL from its
+// env var or file. A webhook whose URL cannot be read is a start-up error: alerts the
+// operator configured must not silently go nowhere.
+func (s *Server) openAlerts() error {
+	ac := s.Config.Alerts
+	if len(ac.Webhooks) == 0 {
+		return nil
+	}
+	hooks, err := webhooks(s.Config, os.Getenv)
+	if err != nil {
+		return err
+	}
+	counter := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_alerts_total",
+		Help: "Incidents handed to alert webhooks, by webhook and result (sent, failed, rate_limited, queue_full).",
+	}, []string{"webhook", "result"})
+	if s.ops.metrics != nil {
+		s.ops.metrics.Registry.MustRegister(counter)
+	}
+	s.alerts = &alert.Sink{
+		Webhooks:     hooks,
+		DashboardURL: ac.DashboardURL,
+		OnResult:     func(w, r string) { counter.WithLabelValues(w, r).Inc() },
+		Logger:       s.Logger,
+	}
+	return nil
+}
+
+// webhooks resolves the configured webhooks' URLs. Errors name the reference, never
+// the URL.
+func webhooks(cfg *rules.Config, getenv func(string) string) ([]alert.Webhook, error) {
+	var out []alert.Webhook
+	for i, w := range cfg.Alerts.Webhooks {
+		key := fmt.Sprintf("alerts.webhooks[%d]", i)
+		var raw string
+		switch {
+		case w.URLEnv != "":
+			raw = getenv(w.URLEnv)
+			if raw == "" {
+				return nil, fmt.Errorf("%s: environment variable %s is empty", key, w.URLEnv)
+			}
+		default:
+			b, err := os.ReadFile(resolve(cfg, w.URLFile))
+			if err != nil {
+				return nil, fmt.Errorf("%s: url_file: %w", key, err)
+			}
+			raw = string(b)
+		}
+		raw = strings.TrimSpace(raw)
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("%s: the URL it references is not an http(s) URL", key)
+		}
+		name := w.Name
+		if name == "" {
+			name = fmt.Sprintf("webhook-%d", i)
+		}
+		out = append(out, alert.Webhook{Name: name, URL: raw, Format: alert.Format(w.Format), MinAction: w.MinAction, PerMinute: w.PerMinute})
+	}
+	return out, nil
+}
+
+// closeAlerts delivers the queued alerts for a few seconds, then gives up.
+func (s *Server) closeAlerts() {
+	if s.alerts == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.alerts.Close(ctx); err != nil {
+		s.Logger.Warn("alerts: not all delivered before shutdown", "err", err)
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/sluice-egress/sluice/phantom"
+	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
+)
+
+// phantomCredentials turns the tenants' credentials from the config into the
+// registry's, with their secret sources (files are reread when they change).
+func phantomCredentials(cfg *rules.Config) (map[string][]*phantom.Credential, error) {
+	out := map[string][]*phantom.Credential{}
+	for tn, t := range cfg.Tenants {
+		if t == nil {
+			continue
+		}
+		for i := range t.Credentials {
+			c := &t.Credentials[i]
+			pc, err := phantomCredential(cfg, c)
+			if err != nil {
+				return nil, fmt.Errorf("tenants.%s.credentials[%d]: %w", tn, i, err)
+			}
+			out[tn] = append(out[tn], pc)
+		}
+	}
+	return out, nil
+}
+
+// phantomCredential converts one credential (also a run's own, from the runs API).
+func phantomCredential(cfg *rules.Config, c *rules.Credential) (*phantom.Credential, error) {
+	var src phantom.Source
+	if p := cfg.SecretPath(c); p != "" {
+		src = &phantom.File{Path: p}
+	} else {
+		src = phantom.Env{Name: c.SecretEnv}
+	}
+	pc := &phantom.Credential{
+		Name: c.Name, Secret: src, Hosts: c.HostPatterns(), Ports: c.Ports, Paths: c.Paths,
+		Placement: phantom.Placement(c.Inject), Header: c.Header, Query: c.Query, User: c.User,
+		Env: c.EnvNames(), Format: c.Format, Prefix: c.Prefix, Length: c.Length,
+	}
+	if err := pc.Check(); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// openCredentials builds the phantom registry, hooks it into the scanner (a
+// phantom out of place is a finding) and the gateway (the swap), and mints
+// the tenants' own phantoms so that exported env files hold them. The real
+// secrets are read now once, so that a missing one is a start-up error.
+func (s *Server) openCredentials(sc *scanner.Scanner) error {
+	creds, err := phantomCredentials(s.Config)
+	if err != nil {
+		return err
+	}
+	reg := &phantom.Registry{Dir: s.Config.DataPath(), Key: sc.Key, Credentials: creds, Logger: s.Logger}
+	for tn, cs := range creds {
+		for _, c := range cs {
+			if _, err := c.Secret.Secret(); err != nil {
+				return fmt.Errorf("tenant %s: credential %s: %w", tn, c.Name, err)
+			}
+		}
+		if _, err := reg.Mint(tn, ""); err != nil {
+			return fmt.Errorf("tenant %s: %w", tn, err)
+		}
+	}
+	sc.Phantoms = reg
+	s.gw.Credentials = reg
+	s.phantoms = reg
+	if n := len(creds); n > 0 {
+		s.Logger.Info("phantom credentials", "tenants", n)
+	}
+	return nil
+}
+
+// MintPhantoms mints the phantoms of a run (the tenant's credentials plus
+// the run's own) and returns the env lines that carry them. The runs API
+// calls it when it creates a run, and ForgetPhantoms when the run ends.
+func (s *Server) MintPhantoms(tenant, run string, own ...rules.Credential) ([]string, error) {
+	if s.phantoms == nil {
+		return nil, nil
+	}
+	var extra []*phantom.Credential
+	for i := range own {
+		pc, err := phantomCredential(s.Config, &own[i])
+		if err != nil {
+			return nil, fmt.Errorf("run credentials[%d]: %w", i, err)
+		}
+		extra = append(extra, pc)
+	}
+	return s.phantoms.Mint(tenant, run, extra...)
+}
+
+// ForgetPhantoms drops a run's phantoms when the run ends.
+func (s *Server) ForgetPhantoms(tenant, run string) error {
+	if s.phantoms == nil {
+		return nil
+	}
+	return s.phantoms.Forget(tenant, run)
+}
+
+// tenantPhantomEnv returns the env lines of the tenant's own phantoms for
+// sluice.env, minting them on first use (in the data directory's registry,
+// which the gateway reads too). Nothing when the tenant has no credentials.
+func tenantPhantomEnv(cfg *rules.Config, tenant string) ([]string, error) {
+	t := cfg.Tenants[tenant]
+	if t == nil || len(t.Credentials) == 0 {
+		return nil, nil
+	}
+	creds, err := phantomCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	key, err := scanner.LoadOrCreateKey(cfg.DataPath())
+	if err != nil {
+		return nil, err
+	}
+	reg := &phantom.Registry{Dir: cfg.DataPath(), Key: key, Credentials: creds, Logger: slog.Default()}
+	return reg.Mint(tenant, "")
+}
+
+// maskPhantoms hides the phantoms in env lines printed at start-up: they are
+// worth nothing outside the gateway, but they stay out of logs all the same.
+func maskPhantoms(cfg *rules.Config, tenant string, lines []string) []string {
+	t := cfg.Tenants[tenant]
+	if t == nil {
+		return lines
+	}
+	names := map[string]bool{}
+	for i := range t.Credentials {
+		for _, n := range t.Credentials[i].EnvNames() {
+			names[n] = true
+		}
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l
+		if k, _, ok := strings.Cut(l, "="); ok && names[k] {
+			out[i] = k + "=**** (phantom)"
+		}
+	}
+	return out
+}

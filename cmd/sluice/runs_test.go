@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-egress/sluice/rules"
+)
+
+func TestStripUserinfo(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://x-access-token:ghs_SECRET@github.com/acme/app.git", "https://github.com/acme/app.git"},
+		{"https://github.com/acme/app.git", "https://github.com/acme/app.git"},
+		{"git@github.com:acme/app.git", "git@github.com:acme/app.git"},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := stripUserinfo(tc.in); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWebhooksConfig(t *testing.T) {
+	dir := t.TempDir()
+	const secretURL = "https://hooks.example.test/services/T0KEN-SECRET"
+	if err := os.WriteFile(filepath.Join(dir, "hook.url"), []byte(secretURL+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &rules.Config{Path: filepath.Join(dir, "sluice.yaml")}
+	cfg.Alerts.Webhooks = []rules.WebhookConfig{{URLFile: "hook.url", Format: "slack"}, {Name: "sec", URLEnv: "HOOK"}}
+	env := map[string]string{"HOOK": "https://hooks.example.test/json"}
+	hooks, err := webhooks(cfg, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks) != 2 || hooks[0].URL != secretURL || hooks[0].Name != "webhook-0" || hooks[1].Name != "sec" {
+		t.Fatalf("hooks %+v", hooks)
+	}
+	// Errors name the reference, never the URL.
+	env["HOOK"] = "ftp://T0KEN-SECRET@hooks.example.test/"
+	_, err = webhooks(cfg, func(k string) string { return env[k] })
+	if err == nil || strings.Contains(err.Error(), "T0KEN") || !strings.Contains(err.Error(), "alerts.webhooks[1]") {
+		t.Fatalf("err = %v", err)
+	}
+	env["HOOK"] = ""
+	if _, err := webhooks(cfg, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HOOK") {
+		t.Fatalf("empty env: err = %v", err)
+	}
+}
+
+func TestReadManifests(t *testing.T) {
+	dir := t.TempDir()
+	for p, c := range map[string]string{
+		"package.json":                  "{}",
+		"svc/go.mod":                    "module x\n",
+		"README.md":                     "not a manifest",
+		"node_modules/dep/package.json": "{}",
+	} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644)
+	}
+	m, err := readManifests(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || m["package.json"] != "{}" || m["svc/go.mod"] == "" {
+		t.Fatalf("manifests %v", m)
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluice-egress/sluice/dashboard"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// runUserHash is `sluice user hash [--bcrypt]`: it reads a password from
+// the first line of stdin and prints its hash (argon2id by default) for a
+// dashboard user's password_hash_file or password_hash_env.
+func runUserHash(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("user hash", stderr)
+	useBcrypt := fs.Bool("bcrypt", false, "print a bcrypt hash instead of argon2id")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("user hash: read the password from stdin: %w", err)
+	}
+	password := strings.TrimRight(line, "\r\n")
+	switch {
+	case password == "":
+		return errors.New("user hash: no password on stdin (pipe it in: printf '%s\\n' \"$PW\" | sluice user hash)")
+	case len(password) < 8:
+		return errors.New("user hash: the password is shorter than 8 characters")
+	case *useBcrypt && len(password) > 72:
+		return errors.New("user hash: bcrypt reads at most 72 bytes of a password; use argon2id (without --bcrypt)")
+	}
+	var h string
+	if *useBcrypt {
+		b, err := bcrypt.GenerateFromPassword([]byte(password), 12)
+		if err != nil {
+			return fmt.Errorf("user hash: %w", err)
+		}
+		h = string(b)
+	} else if h, err = dashboard.HashPassword(password); err != nil {
+		return fmt.Errorf("user hash: %w", err)
+	}
+	fmt.Fprintln(stdout, h)
+	return nil
+}
+
+// dashboardUsers loads the config's dashboard users with their password
+// hashes (from files or the environment). A missing or malformed hash is a
+// start-up error; errors never include the hash.
+func dashboardUsers(cfg *rules.Config, getenv func(string) string) ([]dashboard.User, error) {
+	var out []dashboard.User
+	for i := range cfg.Dashboard.Users {
+		u := &cfg.Dashboard.Users[i]
+		var h string
+		if p := cfg.DashboardHashPath(u); p != "" {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("dashboard user %s: password hash: %w", u.Name, err)
+			}
+			h = string(b)
+		} else {
+			h = getenv(u.PasswordHashEnv)
+			if h == "" {
+				return nil, fmt.Errorf("dashboard user %s: environment variable %s is empty", u.Name, u.PasswordHashEnv)
+			}
+		}
+		h = strings.TrimSpace(h)
+		if err := dashboard.CheckHash(h); err != nil {
+			return nil, fmt.Errorf("dashboard user %s: the password hash is neither bcrypt nor argon2id "+
+				"(make one with `sluice user hash`)", u.Name)
+		}
+		out = append(out, dashboard.User{Name: u.Name, Role: dashboard.Role(u.Role), Hash: h})
+	}
+	return out, nil
+}

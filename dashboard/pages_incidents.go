@@ -1,0 +1,233 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sluice-egress/sluice/store"
+)
+
+// incidentFilterKeys are the listing's query parameters, in form order.
+var incidentFilterKeys = []string{"tenant", "run", "class", "kind", "rule", "action", "host", "triage", "since", "until"}
+
+// timeLayouts are accepted for since and until: RFC 3339 and the browser's
+// datetime-local value, read as UTC.
+var timeLayouts = []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02"}
+
+func parseFormTime(s string) (time.Time, error) {
+	for _, l := range timeLayouts {
+		if t, err := time.ParseInLocation(l, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%w: time %q (want 2006-01-02T15:04 or RFC 3339)", errBadInput, s)
+}
+
+// filterFrom reads an IncidentFilter from query parameters.
+func filterFrom(q url.Values) (store.IncidentFilter, error) {
+	f := store.IncidentFilter{
+		Tenant: q.Get("tenant"), Run: q.Get("run"), Class: q.Get("class"), Kind: q.Get("kind"),
+		Rule: q.Get("rule"), Action: q.Get("action"), Host: q.Get("host"), Triage: q.Get("triage"),
+		After: q.Get("after"),
+	}
+	var err error
+	if s := q.Get("since"); s != "" {
+		if f.Since, err = parseFormTime(s); err != nil {
+			return f, err
+		}
+	}
+	if s := q.Get("until"); s != "" {
+		if f.Until, err = parseFormTime(s); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+type incidentsData struct {
+	Filter    map[string]string
+	Incidents []store.Incident
+	// Next is the query string of the following page, "" on the last.
+	Next template.URL
+	// First is the query string of the first page (the filters alone).
+	First   template.URL
+	Paged   bool
+	Triages []string
+	Actions []string
+}
+
+func (p *pages) incidents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f, err := filterFrom(q)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pr, _ := PrincipalFrom(r.Context())
+	if f.Tenant != "" && !pr.SeesTenant(f.Tenant) {
+		p.fail(w, r, fmt.Errorf("%w: tenant %q", store.ErrNotFound, f.Tenant))
+		return
+	}
+	page, err := p.o.Store.ListIncidents(r.Context(), f)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	d := incidentsData{Filter: map[string]string{}, Incidents: page.Incidents, Paged: f.After != "",
+		Triages: store.TriageStates, Actions: []string{"block", "redact", "alert"}}
+	keep := url.Values{}
+	for _, k := range incidentFilterKeys {
+		if v := q.Get(k); v != "" {
+			d.Filter[k] = v
+			keep.Set(k, v)
+		}
+	}
+	d.First = template.URL(keep.Encode())
+	if page.Next != "" {
+		keep.Set("after", page.Next)
+		d.Next = template.URL(keep.Encode())
+	}
+	p.render(w, r, http.StatusOK, "incidents", "Incidents", d)
+}
+
+type incidentData struct {
+	In      store.Incident
+	Same    []store.Incident
+	History []store.TriageChange
+	Triages []string
+	Scheme  string
+}
+
+// getIncident loads an incident the principal may see; another tenant's
+// is ErrNotFound, as if it did not exist.
+func (p *pages) getIncident(r *http.Request) (store.Incident, error) {
+	id := chi.URLParam(r, "id")
+	in, err := p.o.Store.GetIncident(r.Context(), id)
+	if err != nil {
+		return in, err
+	}
+	if pr, _ := PrincipalFrom(r.Context()); !pr.SeesTenant(in.Tenant) {
+		return store.Incident{}, fmt.Errorf("%w: incident %s", store.ErrNotFound, id)
+	}
+	return in, nil
+}
+
+func (p *pages) incident(w http.ResponseWriter, r *http.Request) {
+	in, err := p.getIncident(r)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	d := incidentData{In: in, Triages: store.TriageStates, Scheme: schemeFor(in.Port)}
+	if in.Fingerprint != "" && in.Tenant != "" {
+		same, err := p.o.Store.SameFingerprint(r.Context(), in.Tenant, in.Fingerprint, 21)
+		if err != nil {
+			p.fail(w, r, err)
+			return
+		}
+		for _, s := range same {
+			if s.ID != in.ID {
+				d.Same = append(d.Same, s)
+			}
+		}
+	}
+	if d.History, err = p.o.Store.TriageHistory(r.Context(), in.ID); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	p.render(w, r, http.StatusOK, "incident", "Incident "+in.ID, d)
+}
+
+func schemeFor(port int) string {
+	if port == 80 || port == 8080 {
+		return "http"
+	}
+	return "https"
+}
+
+// maxNote bounds triage notes and reasons.
+const maxNote = 4000
+
+func (p *pages) triage(w http.ResponseWriter, r *http.Request) {
+	in, err := p.getIncident(r)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	pr, _ := PrincipalFrom(r.Context())
+	state := r.PostFormValue("state")
+	note := strings.TrimSpace(r.PostFormValue("note"))
+	propose := r.PostFormValue("propose")
+	if len(note) > maxNote {
+		p.fail(w, r, fmt.Errorf("%w: the note is longer than %d bytes", errBadInput, maxNote))
+		return
+	}
+	if state == store.TriageFalsePositive && note == "" {
+		p.fail(w, r, fmt.Errorf("%w: a false positive needs a reason", errBadInput))
+		return
+	}
+	if propose != "" && state != store.TriageFalsePositive {
+		p.fail(w, r, fmt.Errorf("%w: only a false positive can propose a change", errBadInput))
+		return
+	}
+	var prop store.Proposal
+	switch propose {
+	case "":
+	case store.ProposalRuleAllowlist:
+		if in.Rule == "" {
+			p.fail(w, r, fmt.Errorf("%w: this incident has no detection rule to allowlist", errBadInput))
+			return
+		}
+		prop = store.Proposal{Kind: propose, Rule: in.Rule, Host: in.Host, Path: in.Path}
+	case store.ProposalPolicyEntry:
+		prop = store.Proposal{Kind: propose, Host: in.Host}
+	default:
+		p.fail(w, r, fmt.Errorf("%w: unknown proposal %q", errBadInput, propose))
+		return
+	}
+	if _, err := p.o.Store.TriageIncident(r.Context(), in.ID, store.TriageUpdate{State: state, Note: note, Actor: pr.Name}); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	if propose != "" {
+		prop.IncidentID, prop.Tenant, prop.Reason, prop.Actor = in.ID, in.Tenant, note, pr.Name
+		if _, err := p.o.Store.CreateProposal(r.Context(), prop); err != nil {
+			p.fail(w, r, err)
+			return
+		}
+	}
+	p.logger().Info("dashboard: triage", "incident", in.ID, "state", state, "actor", pr.Name)
+	http.Redirect(w, r, "/incidents/"+url.PathEscape(in.ID), http.StatusSeeOther)
+}
+
+func (p *pages) har(w http.ResponseWriter, r *http.Request) {
+	in, err := p.getIncident(r)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	b, err := IncidentHAR(in)
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", safeFileName(in.ID)+".har"))
+	w.Write(b)
+}
+
+// safeFileName keeps letters, digits, '_' and '-'.
+func safeFileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || ('0' <= r && r <= '9') || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') {
+			return r
+		}
+		return -1
+	}, s)
+}

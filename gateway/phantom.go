@@ -1,0 +1,163 @@
+package gateway
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/sluice-egress/sluice/phantom"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// Credentials finds the phantom credentials a run (or a tenant, run "")
+// holds. *phantom.Registry implements it.
+type Credentials interface {
+	Uses(tenant, run string) []*phantom.Use
+}
+
+var _ Credentials = (*phantom.Registry)(nil)
+
+// Reasons and kinds of the credential swap.
+const (
+	// ReasonCredentialUnavailable: the real secret could not be read; the
+	// request was not forwarded.
+	ReasonCredentialUnavailable = "credential-unavailable"
+	// ReasonRealCredential: a request to a bound host carried a real-looking
+	// secret of the credential's kind instead of its phantom (an alert).
+	ReasonRealCredential = "real-credential"
+	// KindCredential is the event kind of ReasonRealCredential.
+	KindCredential = "credential"
+)
+
+// inTunnel reports whether r came through an inspected TLS tunnel (its URL
+// is in origin form), as opposed to a plain-HTTP proxy request. Real secrets
+// are only injected into TLS.
+func inTunnel(r *http.Request) bool { return r.URL != nil && !r.URL.IsAbs() }
+
+// phantomAllowed says, for the scanner, which phantoms of this run sit in
+// their bound place in r: a bound host, port and path, inside TLS, in the
+// header or query parameter the credential names. nil: no credentials.
+// Where a phantom belongs but a real-looking secret of its kind sits
+// instead, it records an alert (whatever the scan then decides).
+func (g *Gateway) phantomAllowed(r *http.Request, id rules.Identity, host string, port int) func(fp, where, decoding string) bool {
+	if g.Credentials == nil || !inTunnel(r) {
+		return nil
+	}
+	var ok []*phantom.Use
+	for _, u := range g.Credentials.Uses(id.Tenant, id.Run) {
+		if !u.Binds(host, port, r.URL.Path) {
+			continue
+		}
+		if u.InPlace(r) {
+			ok = append(ok, u)
+			continue
+		}
+		real, _ := u.Credential.Secret.Secret() // unreadable: only the shape is compared
+		if fp, found := u.Lookalike(r, real); found {
+			g.alertRealCredential(r, id, host, port, u, fp)
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	return func(fp, where, decoding string) bool {
+		for _, u := range ok {
+			w, d := u.Where()
+			if u.Fingerprint == fp && w == where && d == decoding {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// injection is what forward does for the credentials of one request: the
+// swaps into the request and, for responses, back.
+type injection struct {
+	g      *Gateway
+	id     rules.Identity
+	host   string
+	inject []injectUse
+	swaps  []phantom.Swap
+}
+
+type injectUse struct {
+	use  *phantom.Use
+	real string
+}
+
+// credentials prepares the swap for a scanned request about to be forwarded:
+// it reads the real secrets of the credentials bound to host:port and refuses the request
+// (reporting false) when a secret it needs cannot be read. A nil injection
+// does nothing.
+func (g *Gateway) credentials(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (*injection, bool) {
+	if g.Credentials == nil || !inTunnel(r) {
+		return nil, true
+	}
+	var inj *injection
+	for _, u := range g.Credentials.Uses(id.Tenant, id.Run) {
+		if !u.BindsHost(host, port) {
+			continue
+		}
+		real, err := u.Credential.Secret.Secret()
+		if err != nil {
+			g.logger().Error("credential unavailable", logTenant, id.Tenant, "credential", u.Credential.Name, logErr, err)
+			if u.Binds(host, port, r.URL.Path) && u.InPlace(r) {
+				g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonCredentialUnavailable,
+					host: host, port: port, path: r.URL.Path,
+					msg: "the gateway could not read the credential " + u.Credential.Name + "; nothing was forwarded"})
+				return nil, false
+			}
+			continue
+		}
+		if inj == nil {
+			inj = &injection{g: g, id: id, host: host}
+		}
+		inj.swaps = append(inj.swaps, phantom.Swap{Real: real, Phantom: u.Phantom})
+		if !u.Binds(host, port, r.URL.Path) {
+			continue
+		}
+		if u.InPlace(r) {
+			inj.inject = append(inj.inject, injectUse{use: u, real: real})
+		}
+	}
+	return inj, true
+}
+
+// alertRealCredential records that the sandbox sent a real-looking secret
+// where its phantom belongs: it got hold of a real one.
+func (g *Gateway) alertRealCredential(r *http.Request, id rules.Identity, host string, port int, u *phantom.Use, fp string) {
+	where, _ := u.Where()
+	e := Event{
+		Time: time.Now(), Tenant: id.Tenant, Class: id.Class, Run: id.Run,
+		Kind: KindCredential, Reason: ReasonRealCredential, Action: "alert",
+		Host: host, Port: port, Method: r.Method, Path: eventPath(r.URL.Path), Client: r.RemoteAddr,
+		Rule: ReasonRealCredential + ":" + u.Credential.Name, Where: where,
+		Snippet: "a value of the credential's kind that is not its phantom", Fingerprint: fp,
+	}
+	inc := g.events().Emit(r.Context(), e)
+	g.logger().Warn("real credential instead of its phantom", logTenant, id.Tenant, logClass, id.Class, logHost, host,
+		"credential", u.Credential.Name, "fingerprint", fp, "incident", inc)
+}
+
+// apply swaps phantoms for real secrets in the outgoing request.
+func (inj *injection) apply(out *http.Request) {
+	if inj == nil {
+		return
+	}
+	for _, iu := range inj.inject {
+		iu.use.Inject(out, iu.real)
+	}
+}
+
+// scrub replaces real secrets echoed in a response with their phantoms.
+func (inj *injection) scrub(resp *http.Response) error {
+	if inj == nil || len(inj.swaps) == 0 {
+		return nil
+	}
+	if enc := phantom.ScrubResponse(resp, inj.swaps); enc != "" {
+		inj.g.logger().Warn("response body not scrubbed of credentials: unsupported encoding",
+			logTenant, inj.id.Tenant, logHost, inj.host, "encoding", enc)
+		resp.Header.Set("Sluice-Warning", "response body in "+enc+" not scrubbed of credentials")
+	}
+	return nil
+}
