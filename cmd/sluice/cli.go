@@ -27,8 +27,8 @@ func versionString() string {
 const usage = `sluice — an egress gateway for sandboxed agents and CI jobs
 
 Usage:
-  sluice serve [--config FILE] [--data-dir DIR] [--proxy ADDR]
-  sluice ca export --tenant T --out DIR [--config FILE] [--proxy-url URL] [--container-dir DIR]
+  sluice serve [--config FILE] [--data-dir DIR] [--proxy ADDR] [--admin ADDR] [--drain-timeout 30s]
+  sluice ca export --tenant T --out DIR [--config FILE] [--proxy HOST:PORT] [--container-dir DIR]
   sluice config check [--config FILE]
   sluice policy explain --tenant T [--class C] [--repo DIR] [--remote URL] [--config FILE] [--json]
   sluice policy check --tenant T [--class C] URL [--method M] [--config FILE] [--json]
