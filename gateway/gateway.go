@@ -73,6 +73,8 @@ type Gateway struct {
 	// replaces its phantom in requests to its bound hosts, after the scan.
 	// nil: none.
 	Credentials Credentials
+	// OnScan, if set, is told how long each request's scan took (metrics).
+	OnScan func(d time.Duration)
 	// Logger nil: slog.Default().
 	Logger *slog.Logger
 	// HandshakeTimeout bounds the client's TLS handshake inside a tunnel. Zero: 10s.

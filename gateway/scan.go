@@ -47,7 +47,11 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		req.Body = r.Body
 	}
 	req.PhantomAllowed = g.phantomAllowed(r, id, host, port)
+	start := time.Now()
 	res, err := g.Scanner.Scan(r.Context(), req)
+	if g.OnScan != nil {
+		g.OnScan(time.Since(start))
+	}
 	if err != nil {
 		g.logger().Warn("scan failed", logTenant, id.Tenant, logHost, host, logErr, err)
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanFailed,

@@ -83,6 +83,7 @@ func (s *Server) Open() error {
 		Dialer:  s.countBytes(&guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger}),
 		RootCAs: roots,
 		Events:  s.withAlerts(s.events),
+		OnScan:  s.ops.metrics.ObserveScan,
 		Logger:  s.Logger,
 	}
 	// The scanner's rules are compiled once, here: a bad rule pack is a

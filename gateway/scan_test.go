@@ -1,0 +1,45 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-egress/sluice/scanner"
+)
+
+// failingScanner is a Scanner that cannot finish, as one that times out.
+type failingScanner struct {
+	ScanFn func(ctx context.Context, req *scanner.Request) (*scanner.Result, error)
+}
+
+func (s failingScanner) Scan(ctx context.Context, req *scanner.Request) (*scanner.Result, error) {
+	return s.ScanFn(ctx, req)
+}
+
+// A scanner that fails must not let the request through: fail closed.
+func TestScannerErrorRefusesAndIsTimed(t *testing.T) {
+	w := newWorld(t)
+	var scans atomic.Int64
+	w.gw.Scanner = failingScanner{ScanFn: func(context.Context, *scanner.Request) (*scanner.Result, error) {
+		return nil, errors.New("scan deadline exceeded")
+	}}
+	w.gw.OnScan = func(time.Duration) { scans.Add(1) }
+	resp, err := w.acme().Post(w.url("api.example.test", "/v1/upload"), "text/plain", strings.NewReader("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Sluice-Reason") != "scan-failed" {
+		t.Fatalf("failed scan: %d %q, want 503 scan-failed", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
+	}
+	if n := len(w.up.requests()); n != 0 {
+		t.Fatalf("upstream received %d unscanned requests", n)
+	}
+	if scans.Load() != 1 {
+		t.Fatalf("OnScan called %d times, want 1", scans.Load())
+	}
+}
