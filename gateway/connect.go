@@ -224,8 +224,14 @@ func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			host: h.host, port: h.port, path: r.URL.Path, msg: "only WebSocket upgrades are supported"})
 		return
 	}
-	d := g.Policy.Decide(rules.Query{Identity: h.id, Host: h.host, Port: h.port,
-		Method: r.Method, Path: r.URL.EscapedPath(), WebSocket: ws, Stage: rules.StageRequest})
+	if r.Method == http.MethodConnect {
+		// A CONNECT inside a tunnel is no request an origin serves: forwarded,
+		// it would ask the upstream (a proxy, perhaps) for a tunnel of its own.
+		g.refuse(w, r, refusal{id: h.id, status: http.StatusForbidden, reason: rules.ReasonMethodNotAllowed,
+			host: h.host, port: h.port, msg: "CONNECT is not allowed inside a tunnel"})
+		return
+	}
+	d := g.decideRequest(h.id, h.host, h.port, r, ws)
 	if d.Action != rules.Allow {
 		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
 		return

@@ -32,8 +32,7 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 			host: host, port: port, path: r.URL.Path, msg: "only WebSocket upgrades are supported"})
 		return
 	}
-	d := g.Policy.Decide(rules.Query{Identity: id, Host: host, Port: port,
-		Method: r.Method, Path: r.URL.EscapedPath(), WebSocket: ws, Stage: rules.StageRequest})
+	d := g.decideRequest(id, host, port, r, ws)
 	if d.Action != rules.Allow {
 		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
 		return
@@ -68,7 +67,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = target.Scheme
 			pr.Out.URL.Host = target.Host
-			pr.Out.Host = r.Host
+			pr.Out.Host = upstreamHost(r.Host, host, port)
 			// Credentials for the gateway never travel on.
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
