@@ -247,6 +247,16 @@ func (e *Engine) compileEntries(cfg *Config, entries []Entry) []*rule {
 	return out
 }
 
+// pathUnder reports whether path lies under prefix. A prefix ending in "/"
+// is a plain prefix; one without ends at a segment boundary, so that "/v1"
+// covers "/v1" and "/v1/x" but not "/v10" or "/v1.bak".
+func pathUnder(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return strings.HasSuffix(prefix, "/") || len(path) == len(prefix) || path[len(prefix)] == '/'
+}
+
 // compileRule compiles one validated entry (no preset) into a rule holding its own copy,
 // and returns its parsed allow_addresses.
 func compileRule(en Entry) (*rule, []netip.Prefix) {
@@ -411,7 +421,7 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 						path, pathErr = cleanPath(q.Path)
 						pathDone = true
 					}
-					if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return strings.HasPrefix(path, p) }) {
+					if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return pathUnder(path, p) }) {
 						note(failPath)
 						continue
 					}

@@ -49,3 +49,26 @@ func TestCleanPath(t *testing.T) {
 		})
 	}
 }
+
+func TestPathUnder(t *testing.T) {
+	tests := []struct {
+		path, prefix string
+		want         bool
+	}{
+		{"/v1/x", "/v1/", true},
+		{"/v1/", "/v1/", true},
+		{"/v1", "/v1/", false},
+		{"/api/v2", "/api/v2", true},
+		{"/api/v2/users", "/api/v2", true},
+		{"/api/v20/users", "/api/v2", false},
+		{"/api/v2.bak", "/api/v2", false},
+		{"/api/v2;x", "/api/v2", false},
+		{"/other", "/api", false},
+		{"/", "/", true},
+	}
+	for _, tc := range tests {
+		if got := pathUnder(tc.path, tc.prefix); got != tc.want {
+			t.Errorf("pathUnder(%q, %q) = %v, want %v", tc.path, tc.prefix, got, tc.want)
+		}
+	}
+}
