@@ -180,6 +180,48 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error 
 	return nil
 }
 
+// respond writes v as JSON with code, or err (see fail) when err is not nil.
+func (a *api) respond(w http.ResponseWriter, r *http.Request, code int, v any, err error) {
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, code, v)
+}
+
+// jsonList maps xs to their API form; never nil, so that an empty list is [] and not null.
+func jsonList[T, J any](xs []T, out func(T) J) []J {
+	js := make([]J, 0, len(xs))
+	for _, x := range xs {
+		js = append(js, out(x))
+	}
+	return js
+}
+
+// visibleTo returns v, fetched by id with err, if p may see its tenant's records, else
+// the same not-found answer as for an unknown id (see hidden).
+func visibleTo[T any](p Principal, what, id string, v T, tenant string, err error) (T, error) {
+	if err != nil {
+		return v, err
+	}
+	if !p.SeesTenant(tenant) {
+		var zero T
+		return zero, hidden(what, id)
+	}
+	return v, nil
+}
+
+// listQuery reads what a listing takes from the query: the tenant it is scoped to (see
+// scopeTenant) and the limit (def when not given).
+func listQuery(r *http.Request, def int) (tenant string, limit int, err error) {
+	q := r.URL.Query()
+	if tenant, err = scopeTenant(principal(r), q.Get("tenant")); err != nil {
+		return "", 0, err
+	}
+	limit, err = atoi(q.Get("limit"), "limit", def)
+	return tenant, limit, err
+}
+
 func principal(r *http.Request) Principal {
 	p, _ := PrincipalFrom(r.Context())
 	return p
@@ -296,30 +338,16 @@ func (a *api) listIncidents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := a.o.Store.ListIncidents(r.Context(), f)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	out := struct {
+	a.respond(w, r, http.StatusOK, struct {
 		Incidents []incidentJSON `json:"incidents"`
 		Next      string         `json:"next,omitempty"`
-	}{Incidents: []incidentJSON{}, Next: page.Next}
-	for _, in := range page.Incidents {
-		out.Incidents = append(out.Incidents, incidentOut(in))
-	}
-	writeJSON(w, http.StatusOK, out)
+	}{Incidents: jsonList(page.Incidents, incidentOut), Next: page.Next}, err)
 }
 
 // visibleIncident returns the incident if p may see it, else not-found.
 func (a *api) visibleIncident(ctx context.Context, p Principal, id string) (store.Incident, error) {
 	in, err := a.o.Store.GetIncident(ctx, id)
-	if err != nil {
-		return in, err
-	}
-	if !p.SeesTenant(in.Tenant) {
-		return store.Incident{}, hidden("incident", id)
-	}
-	return in, nil
+	return visibleTo(p, "incident", id, in, in.Tenant, err)
 }
 
 func (a *api) getIncident(w http.ResponseWriter, r *http.Request) {
@@ -361,11 +389,7 @@ func (a *api) triage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, err := a.o.Store.TriageIncident(r.Context(), id, store.TriageUpdate{State: body.State, Note: body.Note, Actor: p.Name})
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, incidentOut(in))
+	a.respond(w, r, http.StatusOK, incidentOut(in), err)
 }
 
 // ---- runs
@@ -484,50 +508,28 @@ func (b runBody) request(p Principal) (RunRequest, error) {
 }
 
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	tenant, err := scopeTenant(principal(r), q.Get("tenant"))
+	tenant, limit, err := listQuery(r, 100)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	f := store.RunFilter{Tenant: tenant, Active: q.Get("active") == "true" || q.Get("active") == "1"}
-	if f.Limit, err = atoi(q.Get("limit"), "limit", 100); err != nil {
-		a.fail(w, r, err)
-		return
-	}
+	active := r.URL.Query().Get("active")
+	f := store.RunFilter{Tenant: tenant, Active: active == "true" || active == "1", Limit: limit}
 	runs, err := a.o.Store.ListRuns(r.Context(), f)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	out := struct {
-		Runs []runJSON `json:"runs"`
-	}{Runs: []runJSON{}}
 	now := a.o.now()
-	for _, run := range runs {
-		out.Runs = append(out.Runs, runOut(run, now))
-	}
-	writeJSON(w, http.StatusOK, out)
+	a.respond(w, r, http.StatusOK, struct {
+		Runs []runJSON `json:"runs"`
+	}{Runs: jsonList(runs, func(run store.Run) runJSON { return runOut(run, now) })}, err)
 }
 
 func (a *api) visibleRun(ctx context.Context, p Principal, id string) (store.Run, error) {
 	run, err := a.o.Store.GetRun(ctx, id)
-	if err != nil {
-		return run, err
-	}
-	if !p.SeesTenant(run.Tenant) {
-		return store.Run{}, hidden("run", id)
-	}
-	return run, nil
+	return visibleTo(p, "run", id, run, run.Tenant, err)
 }
 
 func (a *api) getRun(w http.ResponseWriter, r *http.Request) {
 	run, err := a.visibleRun(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, runOut(run, a.o.now()))
+	a.respond(w, r, http.StatusOK, runOut(run, a.o.now()), err)
 }
 
 func (a *api) endRun(w http.ResponseWriter, r *http.Request) {
@@ -546,11 +548,7 @@ func (a *api) endRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := a.o.Runs.EndRun(r.Context(), id, p.Name)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, runOut(run, a.o.now()))
+	a.respond(w, r, http.StatusOK, runOut(run, a.o.now()), err)
 }
 
 // ---- access requests
@@ -681,49 +679,26 @@ func containsString(list []string, s string) bool {
 }
 
 func (a *api) listAccess(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	tenant, err := scopeTenant(principal(r), q.Get("tenant"))
+	tenant, limit, err := listQuery(r, 100)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	f := store.AccessFilter{Tenant: tenant, State: q.Get("state")}
-	if f.Limit, err = atoi(q.Get("limit"), "limit", 100); err != nil {
-		a.fail(w, r, err)
-		return
-	}
+	f := store.AccessFilter{Tenant: tenant, State: r.URL.Query().Get("state"), Limit: limit}
 	xs, err := a.o.Store.ListAccessRequests(r.Context(), f)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	out := struct {
+	a.respond(w, r, http.StatusOK, struct {
 		Requests []accessJSON `json:"requests"`
-	}{Requests: []accessJSON{}}
-	for _, x := range xs {
-		out.Requests = append(out.Requests, accessOut(x))
-	}
-	writeJSON(w, http.StatusOK, out)
+	}{Requests: jsonList(xs, accessOut)}, err)
 }
 
 func (a *api) visibleAccess(ctx context.Context, p Principal, id string) (store.AccessRequest, error) {
 	x, err := a.o.Store.GetAccessRequest(ctx, id)
-	if err != nil {
-		return x, err
-	}
-	if !p.SeesTenant(x.Tenant) {
-		return store.AccessRequest{}, hidden("access request", id)
-	}
-	return x, nil
+	return visibleTo(p, "access request", id, x, x.Tenant, err)
 }
 
 func (a *api) getAccess(w http.ResponseWriter, r *http.Request) {
 	x, err := a.visibleAccess(r.Context(), principal(r), chi.URLParam(r, "id"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, accessOut(x))
+	a.respond(w, r, http.StatusOK, accessOut(x), err)
 }
 
 func (a *api) decide(w http.ResponseWriter, r *http.Request) {
@@ -750,11 +725,7 @@ func (a *api) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x, err := a.o.Store.GetAccessRequest(r.Context(), id)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, accessOut(x))
+	a.respond(w, r, http.StatusOK, accessOut(x), err)
 }
 
 // decideAccess approves or denies a pending access request for p (reviewer or admin);
@@ -820,11 +791,10 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Entries []auditJSON `json:"entries"`
 		Next    string      `json:"next,omitempty"`
-	}{Entries: []auditJSON{}}
-	for _, e := range es {
-		out.Entries = append(out.Entries, auditJSON{ID: e.ID, Time: e.Time, Actor: e.Actor, Action: e.Action,
-			Tenant: e.Tenant, Target: e.Target, Detail: e.Detail})
-	}
+	}{Entries: jsonList(es, func(e store.AuditEntry) auditJSON {
+		return auditJSON{ID: e.ID, Time: e.Time, Actor: e.Actor, Action: e.Action,
+			Tenant: e.Tenant, Target: e.Target, Detail: e.Detail}
+	})}
 	if n := len(es); n > 0 && n == clampAuditLimit(f.Limit) {
 		out.Next = strconv.FormatInt(es[n-1].ID, 10)
 	}

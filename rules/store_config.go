@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -69,15 +68,7 @@ func (p Period) String() string {
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (p *Period) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return errors.New("want a period such as 90d")
-	}
-	v, err := ParsePeriod(n.Value)
-	if err != nil {
-		return err
-	}
-	*p = v
-	return nil
+	return unmarshalScalar(n, p, "a period such as 90d", ParsePeriod)
 }
 
 // MarshalYAML implements yaml.Marshaler.

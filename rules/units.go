@@ -62,15 +62,7 @@ func (b ByteSize) String() string {
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return errors.New("want a byte size such as 10MiB")
-	}
-	v, err := ParseByteSize(n.Value)
-	if err != nil {
-		return err
-	}
-	*b = v
-	return nil
+	return unmarshalScalar(n, b, "a byte size such as 10MiB", ParseByteSize)
 }
 
 // MarshalYAML implements yaml.Marshaler.
@@ -81,14 +73,26 @@ type Duration time.Duration
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	return unmarshalScalar(n, d, "a duration such as 24h", func(s string) (Duration, error) {
+		v, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("bad duration %q: want a non-negative duration such as 24h or 90m", s)
+		}
+		return Duration(v), nil
+	})
+}
+
+// unmarshalScalar decodes a YAML scalar into *dst with parse; any other node is an
+// error that asks for want.
+func unmarshalScalar[T any](n *yaml.Node, dst *T, want string, parse func(string) (T, error)) error {
 	if n.Kind != yaml.ScalarNode {
-		return errors.New("want a duration such as 24h")
+		return errors.New("want " + want)
 	}
-	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
-	if err != nil || v < 0 {
-		return fmt.Errorf("bad duration %q: want a non-negative duration such as 24h or 90m", n.Value)
+	v, err := parse(n.Value)
+	if err != nil {
+		return err
 	}
-	*d = Duration(v)
+	*dst = v
 	return nil
 }
 

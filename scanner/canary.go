@@ -286,6 +286,15 @@ func (s *Scanner) canaries(segs []*segment, found []Finding) []Finding {
 				Snippet: snippet(g.text, tok), Fingerprint: fp, secret: secretText(tok), header: g.header})
 		}
 	}
+	eachCandidate(segs, found, lengths, check)
+	return out
+}
+
+// eachCandidate calls check with every token that may be a known value (a canary, a
+// phantom) of one of lengths, with the segment it stands in: every run of word-dash
+// and of standard base64 characters in every segment (all layers), then every secret
+// already found.
+func eachCandidate(segs []*segment, found []Finding, lengths map[int]bool, check func(g *segment, tok string)) {
 	for _, g := range segs {
 		for _, set := range []func(byte) bool{isWordDash, isB64Std} {
 			t := g.text
@@ -314,7 +323,6 @@ func (s *Scanner) canaries(segs []*segment, found []Finding) []Finding {
 			check(g, string(f.secret))
 		}
 	}
-	return out
 }
 
 func isWordDash(c byte) bool {

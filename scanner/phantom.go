@@ -51,34 +51,7 @@ func (s *Scanner) withPhantoms(req *Request, segs []*segment, found []Finding) [
 		out = append(out, Finding{Kind: KindPhantom, Rule: RulePhantom + ":" + name, Where: g.where, Decoding: g.decoding(),
 			Snippet: snippet(g.text, tok), Fingerprint: fp, secret: secretText(tok), header: g.header})
 	}
-	for _, g := range segs {
-		for _, set := range []func(byte) bool{isWordDash, isB64Std} {
-			t := g.text
-			for i := 0; i < len(t); {
-				if !set(t[i]) {
-					i++
-					continue
-				}
-				j := i
-				for j < len(t) && set(t[j]) {
-					j++
-				}
-				if lengths[j-i] {
-					check(g, t[i:j])
-				}
-				i = j
-			}
-		}
-	}
-	for _, f := range found {
-		if f.secret != "" && lengths[len(f.secret)] {
-			g := &segment{where: f.Where, chain: strings.Split(f.Decoding, " > "), text: string(f.secret), header: f.header}
-			if f.Decoding == "" {
-				g.chain = nil
-			}
-			check(g, string(f.secret))
-		}
-	}
+	eachCandidate(segs, found, lengths, check)
 	if len(tokens) == 0 {
 		return found
 	}

@@ -142,20 +142,7 @@ func (s *Store) ListAccessRequests(ctx context.Context, f AccessFilter) ([]Acces
 }
 
 func (s *Store) queryAccess(ctx context.Context, q string, args ...any) ([]AccessRequest, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: access requests: %w", err)
-	}
-	defer rows.Close()
-	var out []AccessRequest
-	for rows.Next() {
-		a, err := scanAccess(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: access requests: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "access requests", scanAccess, q, args...)
 }
 
 // DecideAccessRequest approves or denies a pending request and records the

@@ -66,20 +66,11 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 		args = append(args, f.Before)
 	}
 	q += " ORDER BY id DESC LIMIT ?"
-	rows, err := s.db.QueryContext(ctx, q, append(args, clampLimit(f.Limit, 100))...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list audit: %w", err)
-	}
-	defer rows.Close()
-	var out []AuditEntry
-	for rows.Next() {
+	return queryAll(ctx, s.db, "list audit", func(sc rowScanner) (AuditEntry, error) {
 		var e AuditEntry
 		var at int64
-		if err := rows.Scan(&e.ID, &at, &e.Actor, &e.Action, &e.Tenant, &e.Target, &e.Detail); err != nil {
-			return nil, fmt.Errorf("store: list audit: %w", err)
-		}
+		err := sc.Scan(&e.ID, &at, &e.Actor, &e.Action, &e.Tenant, &e.Target, &e.Detail)
 		e.Time = fromNanos(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, err
+	}, q, append(args, clampLimit(f.Limit, 100))...)
 }

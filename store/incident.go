@@ -349,23 +349,14 @@ func (s *Store) TriageIncident(ctx context.Context, id string, u TriageUpdate) (
 
 // TriageHistory returns an incident's triage changes, oldest first.
 func (s *Store) TriageHistory(ctx context.Context, id string) ([]TriageChange, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT at, actor, from_state, to_state, note FROM triage_history
-		WHERE incident_id = ? ORDER BY seq`, id)
-	if err != nil {
-		return nil, fmt.Errorf("store: triage history: %w", err)
-	}
-	defer rows.Close()
-	var out []TriageChange
-	for rows.Next() {
+	return queryAll(ctx, s.db, "triage history", func(sc rowScanner) (TriageChange, error) {
 		var c TriageChange
 		var at int64
-		if err := rows.Scan(&at, &c.Actor, &c.From, &c.To, &c.Note); err != nil {
-			return nil, fmt.Errorf("store: triage history: %w", err)
-		}
+		err := sc.Scan(&at, &c.Actor, &c.From, &c.To, &c.Note)
 		c.Time = fromNanos(at)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, err
+	}, `SELECT at, actor, from_state, to_state, note FROM triage_history
+		WHERE incident_id = ? ORDER BY seq`, id)
 }
 
 // pruneChunk is how many incidents one prune transaction deletes.

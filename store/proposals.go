@@ -119,20 +119,7 @@ func (s *Store) ListProposals(ctx context.Context, f ProposalFilter) ([]Proposal
 		}
 	}
 	q += " ORDER BY at DESC, id DESC LIMIT ?"
-	rows, err := s.db.QueryContext(ctx, q, append(args, clampLimit(f.Limit, 100))...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list proposals: %w", err)
-	}
-	defer rows.Close()
-	var out []Proposal
-	for rows.Next() {
-		p, err := scanProposal(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list proposals: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "list proposals", scanProposal, q, append(args, clampLimit(f.Limit, 100))...)
 }
 
 // CloseProposal marks an open proposal closed (done or dismissed: the

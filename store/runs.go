@@ -138,20 +138,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 		args = append(args, now.UnixNano())
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT ?"
-	rows, err := s.db.QueryContext(ctx, q, append(args, clampLimit(f.Limit, 100))...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list runs: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "list runs", scanRun, q, append(args, clampLimit(f.Limit, 100))...)
 }
 
 func clampLimit(n, def int) int {

@@ -223,3 +223,24 @@ func fromNanos(n int64) time.Time {
 	}
 	return time.Unix(0, n).UTC()
 }
+
+// rowScanner is a *sql.Row or *sql.Rows: what the scanXxx functions read a record from.
+type rowScanner = interface{ Scan(...any) error }
+
+// queryAll runs q on db and reads every row with scan; errors say "store: what: …".
+func queryAll[T any](ctx context.Context, db *sql.DB, what string, scan func(rowScanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
