@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -59,82 +56,22 @@ const reviewerPassword = "reviewer-password-e2e"
 // apiEnv is a gateway started on apiConfig, with its admin API reached from the
 // gateway namespace's loopback.
 type apiEnv struct {
-	w      *testnet.World
-	dir    string
-	token  string
-	gw     *gwProc
-	stderr *syncBuffer
-	admin  *http.Client
+	*fixture
+	admin *http.Client
 }
 
-// gwProc is the running gateway process.
-type gwProc struct{ stop func() }
-
 func startAPI(t *testing.T) *apiEnv {
-	w := testnet.New(t)
-	e := &apiEnv{w: w, dir: t.TempDir(), token: randomToken(t)}
-	upCA := testnet.NewTestCA(t, "internet")
-	w.AddUpstreamAddr(t, apiRegistryAddr)
-	w.ServeUpstream(t, testnet.HostPort(apiRegistryAddr, 443), upCA.ServerTLS(t, "npm.registry.example.test", "granted.example.test"), nil)
-	mustWrite(t, filepath.Join(e.dir, "acme.token"), e.token+"\n", 0o600)
+	e := &apiEnv{fixture: newFixture(t, apiConfig, "acme")}
+	e.w.AddUpstreamAddr(t, apiRegistryAddr)
+	e.w.ServeUpstream(t, testnet.HostPort(apiRegistryAddr, 443), e.upCA.ServerTLS(t, "npm.registry.example.test", "granted.example.test"), nil)
 	h, err := bcrypt.GenerateFromPassword([]byte(reviewerPassword), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, filepath.Join(e.dir, "rev.hash"), string(h)+"\n", 0o600)
-	upCA.WritePEM(t, e.dir)
-	os.Rename(filepath.Join(e.dir, "internet-ca.pem"), filepath.Join(e.dir, "upstream-ca.pem"))
-	mustWrite(t, filepath.Join(e.dir, "sluice.yaml"), apiConfig, 0o600)
-	e.admin = w.Gateway.HTTPClient(nil, nil)
-	e.start(t)
+	e.admin = e.w.Gateway.HTTPClient(nil, nil)
+	e.serve(t, "1s")
 	return e
-}
-
-// start runs `sluice serve` and waits until the proxy and the admin API answer.
-func (e *apiEnv) start(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := e.w.Gateway.Command(ctx, sluiceBin, "serve", "--config", filepath.Join(e.dir, "sluice.yaml"), "--drain-timeout", "1s")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.stderr = &syncBuffer{}
-	cmd.Stderr = e.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), "proxy on") {
-				once = true
-				close(ready)
-			}
-		}
-	}()
-	stopped := false
-	e.gw = &gwProc{stop: func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		cmd.Wait()
-	}}
-	t.Cleanup(func() {
-		e.gw.stop()
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", e.stderr.String())
-		}
-	})
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("gateway did not start\n%s", e.stderr.String())
-	}
 }
 
 // api calls the admin API as the tenant (who "tenant") or the reviewer ("rev").
@@ -171,60 +108,15 @@ func (e *apiEnv) api(t *testing.T, who, method, path string, body any, out any) 
 	return resp.StatusCode
 }
 
-// apiConnect CONNECTs from the sandbox as acme with token and returns the status, the
-// Sluice-Reason and, on 200, the conn.
-func (e *apiEnv) apiConnect(t *testing.T, token, host string) (int, string, net.Conn) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := e.w.Sandbox.DialContext(ctx, "tcp", "192.0.2.1:3128")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\nProxy-Authorization: Basic %s\r\n\r\n", host, host, basicAuth("acme", token))
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		c.Close()
-		t.Fatal(err)
-	}
-	c.SetDeadline(time.Time{})
-	if resp.StatusCode != 200 {
-		c.Close()
-		return resp.StatusCode, resp.Header.Get("Sluice-Reason"), nil
-	}
-	return 200, "", c
-}
-
 // tlsGet completes TLS on a CONNECT tunnel and sends one GET.
-func tlsGet(t *testing.T, c net.Conn, roots *x509.CertPool, host string) (*tls.Conn, *bufio.Reader, int) {
+func tlsGet(t *testing.T, c net.Conn, roots *x509.CertPool, host string) (*tunnel, int) {
 	t.Helper()
-	tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: roots})
-	tc.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := tc.Handshake(); err != nil {
-		t.Fatalf("TLS to %s: %v", host, err)
-	}
-	t.Cleanup(func() { tc.Close() })
-	br := bufio.NewReader(tc)
-	code, err := getOn(tc, br, host)
+	tu := startTLS(t, c, roots, host)
+	code, _, err := tu.get(host, "/")
 	if err != nil {
 		t.Fatalf("GET on the tunnel to %s: %v", host, err)
 	}
-	return tc, br, code
-}
-
-func getOn(tc *tls.Conn, br *bufio.Reader, host string) (int, error) {
-	tc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := fmt.Fprintf(tc, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
-		return 0, err
-	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		return 0, err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
+	return tu, code
 }
 
 type e2eRun struct {
@@ -287,14 +179,14 @@ func TestRunsAPI(t *testing.T) {
 	}
 
 	// The tenant's own token does not reach the registry: only the run derived it.
-	if code, reason, _ := e.apiConnect(t, e.token, "npm.registry.example.test"); code != 403 || reason != "host-not-allowed" {
+	if code, reason, _ := e.connect443(t, e.token, "npm.registry.example.test"); code != 403 || reason != "host-not-allowed" {
 		t.Fatalf("tenant token to the registry: %d %s, want 403 host-not-allowed", code, reason)
 	}
-	code, _, c := e.apiConnect(t, r.Token, "npm.registry.example.test")
+	code, _, c := e.connect443(t, r.Token, "npm.registry.example.test")
 	if code != 200 {
 		t.Fatalf("run token to the derived registry: %d", code)
 	}
-	tc, br, got := tlsGet(t, c, roots, "npm.registry.example.test")
+	tu, got := tlsGet(t, c, roots, "npm.registry.example.test")
 	if got != 200 {
 		t.Fatalf("GET through the run's tunnel: %d", got)
 	}
@@ -302,31 +194,31 @@ func TestRunsAPI(t *testing.T) {
 	// A restart keeps the run: only its token's hash was stored.
 	r2 := e.createRun(t)
 	e.gw.stop()
-	e.start(t)
-	if code, reason, c := e.apiConnect(t, r2.Token, "npm.registry.example.test"); code != 200 {
+	e.serve(t, "1s")
+	if code, reason, c := e.connect443(t, r2.Token, "npm.registry.example.test"); code != 200 {
 		t.Fatalf("run token after a restart: %d %s", code, reason)
 	} else {
 		c.Close()
 	}
 	// The tunnel opened before the restart is gone with the old process; open a new one.
-	code, _, c = e.apiConnect(t, r.Token, "npm.registry.example.test")
+	code, _, c = e.connect443(t, r.Token, "npm.registry.example.test")
 	if code != 200 {
 		t.Fatalf("first run after restart: %d", code)
 	}
-	tc, br, _ = tlsGet(t, c, roots, "npm.registry.example.test")
+	tu, _ = tlsGet(t, c, roots, "npm.registry.example.test")
 
 	// Ending the run closes its open tunnel and its token gets 407 at once.
 	if code := e.api(t, "tenant", "DELETE", "/api/runs/"+r.ID, nil, nil); code != 200 {
 		t.Fatalf("DELETE run: %d", code)
 	}
-	if code, err := getOn(tc, br, "npm.registry.example.test"); err == nil {
+	if code, _, err := tu.get("npm.registry.example.test", "/"); err == nil {
 		t.Fatalf("the ended run's tunnel still answers: %d", code)
 	}
-	if code, _, _ := e.apiConnect(t, r.Token, "npm.registry.example.test"); code != 407 {
+	if code, _, _ := e.connect443(t, r.Token, "npm.registry.example.test"); code != 407 {
 		t.Fatalf("ended run's token: %d, want 407", code)
 	}
 	// The other run is untouched.
-	if code, _, c := e.apiConnect(t, r2.Token, "npm.registry.example.test"); code != 200 {
+	if code, _, c := e.connect443(t, r2.Token, "npm.registry.example.test"); code != 200 {
 		t.Fatalf("the other run after ending one: %d", code)
 	} else {
 		c.Close()
@@ -347,7 +239,7 @@ func TestRunsAPI(t *testing.T) {
 
 func TestAccessReviewLive(t *testing.T) {
 	e := startAPI(t)
-	if code, reason, _ := e.apiConnect(t, e.token, "granted.example.test"); code != 403 || reason != "host-not-allowed" {
+	if code, reason, _ := e.connect443(t, e.token, "granted.example.test"); code != 403 || reason != "host-not-allowed" {
 		t.Fatalf("before the request: %d %s", code, reason)
 	}
 	var req struct{ ID, State string }
@@ -357,7 +249,7 @@ func TestAccessReviewLive(t *testing.T) {
 	}
 	filed := time.Now()
 	// Pending is not granted.
-	if code, _, _ := e.apiConnect(t, e.token, "granted.example.test"); code != 403 {
+	if code, _, _ := e.connect443(t, e.token, "granted.example.test"); code != 403 {
 		t.Fatalf("pending request already grants: %d", code)
 	}
 	// The tenant cannot approve its own request.
@@ -368,14 +260,14 @@ func TestAccessReviewLive(t *testing.T) {
 		t.Fatalf("reviewer approves: %d", code)
 	}
 	// At once, without restart or reload.
-	code, reason, c := e.apiConnect(t, e.token, "granted.example.test")
+	code, reason, c := e.connect443(t, e.token, "granted.example.test")
 	if code != 200 {
 		t.Fatalf("after approval: %d %s, want 200", code, reason)
 	}
 	c.Close()
 	// After the expiry: refused again.
 	time.Sleep(time.Until(filed.Add(6*time.Second)) + 200*time.Millisecond)
-	if code, reason, _ := e.apiConnect(t, e.token, "granted.example.test"); code != 403 || reason != "host-not-allowed" {
+	if code, reason, _ := e.connect443(t, e.token, "granted.example.test"); code != 403 || reason != "host-not-allowed" {
 		t.Fatalf("after expiry: %d %s, want 403", code, reason)
 	}
 }

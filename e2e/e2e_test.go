@@ -5,21 +5,15 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -27,26 +21,6 @@ import (
 
 	"github.com/sluice-egress/sluice/internal/testnet"
 )
-
-var sluiceBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-e2e-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	sluiceBin = filepath.Join(dir, "sluice")
-	build := exec.Command("go", "build", "-o", sluiceBin, "../cmd/sluice")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build sluice:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 // Addresses in the internet namespace (TEST-NET, plus the forbidden ones
 // that exist there only to show that the gateway never dials them).
@@ -105,23 +79,15 @@ tenants:
 
 // env is a running gateway in its namespace with its exported trust files.
 type env struct {
-	w        *testnet.World
-	dir      string
-	upCA     *testnet.TestCA
-	tokens   map[string]string
-	trust    map[string]string // tenant -> export dir
-	proxy    string            // 192.0.2.1:3128
-	gw       *exec.Cmd
-	stderr   *syncBuffer
+	*fixture
+	trust    map[string]string   // tenant -> export dir
 	forbid   []*countingListener // listeners the gateway must never reach
-	exited   chan error
 	upstream *testnet.Upstream
 }
 
 func start(t *testing.T) *env {
-	w := testnet.New(t)
-	e := &env{w: w, dir: t.TempDir(), tokens: map[string]string{}, trust: map[string]string{}, proxy: "192.0.2.1:3128"}
-	e.upCA = testnet.NewTestCA(t, "internet")
+	e := &env{fixture: newFixture(t, policy, "acme", "globex"), trust: map[string]string{}}
+	w := e.w
 	untrusted := testnet.NewTestCA(t, "untrusted")
 	for _, a := range []netip.Addr{apiAddr, passAddr, badAddr, otherAddr, privateAddr, metadataAddr} {
 		w.AddUpstreamAddr(t, a)
@@ -145,121 +111,29 @@ func start(t *testing.T) *env {
 		listenCounting(t, w.Internet, testnet.HostPort(metadataAddr, 443)),
 		listenCounting(t, w.Gateway, "127.0.0.1:443"),
 	)
-
+	e.serve(t, "5s")
 	for _, tenant := range []string{"acme", "globex"} {
-		e.tokens[tenant] = randomToken(t)
-		mustWrite(t, filepath.Join(e.dir, tenant+".token"), e.tokens[tenant]+"\n", 0o600)
-	}
-	e.upCA.WritePEM(t, e.dir)
-	os.Rename(filepath.Join(e.dir, "internet-ca.pem"), filepath.Join(e.dir, "upstream-ca.pem"))
-	cfg := filepath.Join(e.dir, "sluice.yaml")
-	mustWrite(t, cfg, policy, 0o600)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	e.gw = w.Gateway.Command(ctx, sluiceBin, "serve", "--config", cfg, "--drain-timeout", "5s")
-	stdout, err := e.gw.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.stderr = &syncBuffer{}
-	e.gw.Stderr = e.stderr
-	if err := e.gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.exited = make(chan error, 1)
-	ready := make(chan string, 1)
-	go func() {
-		var out strings.Builder
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "sluice ") && strings.Contains(sc.Text(), "proxy on") {
-				select {
-				case ready <- sc.Text():
-				default:
-				}
-			}
-		}
-		e.exited <- e.gw.Wait()
-	}()
-	t.Cleanup(func() {
-		if e.gw.ProcessState == nil {
-			e.gw.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", e.stderr.String())
-		}
-	})
-	select {
-	case line := <-ready:
-		if !strings.Contains(line, "http://192.0.2.1:3128") {
-			t.Fatalf("gateway announced %q", line)
-		}
-	case err := <-e.exited:
-		t.Fatalf("gateway exited at start: %v\n%s", err, e.stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("gateway did not start\n%s", e.stderr.String())
-	}
-	for _, tenant := range []string{"acme", "globex"} {
-		out := filepath.Join(e.dir, "trust-"+tenant)
-		if _, err := w.Gateway.Run(t, sluiceBin, "ca", "export", "--config", cfg, "--tenant", tenant, "--out", out); err != nil {
-			t.Fatalf("ca export: %v", err)
-		}
-		e.trust[tenant] = out
+		e.trust[tenant] = e.exportTrust(t, tenant)
 	}
 	return e
 }
 
 // envFile reads the exported sluice.env lines.
-func (e *env) envFile(t *testing.T, tenant string) []string {
-	b, err := os.ReadFile(filepath.Join(e.trust[tenant], "sluice.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
-}
+func (e *env) envFile(t *testing.T, tenant string) []string { return envLines(t, e.trust[tenant]) }
 
 // tenantRoots trusts only the tenant's exported CA.
 func (e *env) tenantRoots(t *testing.T, tenant string) *x509.CertPool {
-	b, err := os.ReadFile(filepath.Join(e.trust[tenant], "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := x509.NewCertPool()
-	if !p.AppendCertsFromPEM(b) {
-		t.Fatal("ca.pem holds no certificate")
-	}
-	return p
+	return trustRoots(t, e.trust[tenant])
 }
 
 func (e *env) client(t *testing.T, user, tenantForToken string, roots *x509.CertPool) *http.Client {
-	proxy := &url.URL{Scheme: "http", User: url.UserPassword(user, e.tokens[tenantForToken]), Host: e.proxy}
-	c := e.w.SandboxHTTPClient(proxy, roots)
-	c.Timeout = 15 * time.Second
-	t.Cleanup(c.CloseIdleConnections)
-	return c
+	return e.sandboxClient(t, user, e.tokens[tenantForToken], roots)
 }
 
 // curl runs curl in the sandbox with the exported env file; it returns the
 // HTTP code, the CONNECT code, the Sluice-Reason seen, and the body.
 func (e *env) curl(t *testing.T, tenant string, args ...string) (code, connectCode, reason, body string) {
-	full := append([]string{"-sS", "-v", "--max-time", "15", "-o", "-", "-w", "\n%{http_code} %{http_connect}"}, args...)
-	cmd := e.w.Sandbox.Command(context.Background(), "curl", full...)
-	cmd.Env = append(testnet.GitEnv(t), e.envFile(t, tenant)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, _ := cmd.Output()
-	s := string(out)
-	i := strings.LastIndex(s, "\n")
-	body = s[:max(i, 0)]
-	fmt.Sscan(s[i+1:], &code, &connectCode)
-	for _, l := range strings.Split(stderr.String(), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(l, "< "), ":"); ok && strings.EqualFold(k, "Sluice-Reason") {
-			reason = strings.TrimSpace(v)
-		}
-	}
-	return code, connectCode, reason, body
+	return e.sandboxCurl(t, e.envFile(t, tenant), args...)
 }
 
 func TestEndToEnd(t *testing.T) {
@@ -385,9 +259,8 @@ func TestEndToEnd(t *testing.T) {
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
-				resp := e.connectResponse(t, tc.user, e.tokens[tc.tokenOf], "other.example.test:443")
-				if resp.StatusCode != http.StatusProxyAuthRequired {
-					t.Fatalf("got %d, want 407", resp.StatusCode)
+				if code, _, _ := e.connect(t, tc.user, e.tokens[tc.tokenOf], "other.example.test:443"); code != http.StatusProxyAuthRequired {
+					t.Fatalf("got %d, want 407", code)
 				}
 			})
 		}
@@ -405,78 +278,42 @@ func TestEndToEnd(t *testing.T) {
 		}
 		resp.Body.Close()
 		// acme's hosts are not globex's.
-		if resp := e.connectResponse(t, "globex", e.tokens["globex"], "api.example.test:443"); resp.StatusCode != 403 {
-			t.Fatalf("globex CONNECT to acme's host: %d", resp.StatusCode)
+		if code, _, _ := e.connect(t, "globex", e.tokens["globex"], "api.example.test:443"); code != 403 {
+			t.Fatalf("globex CONNECT to acme's host: %d", code)
 		}
 	})
 
 	t.Run("the token never reaches the log", func(t *testing.T) {
 		for tenant, tok := range e.tokens {
-			if strings.Contains(e.stderr.String(), tok) {
+			if strings.Contains(e.log(), tok) {
 				t.Errorf("%s's token is in the gateway log", tenant)
 			}
 		}
 	})
 
 	t.Run("SIGTERM drains and exits cleanly", func(t *testing.T) {
-		if err := e.gw.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := e.gw.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case err := <-e.exited:
-			if err != nil {
-				t.Fatalf("exit after SIGTERM: %v", err)
-			}
-		case <-time.After(15 * time.Second):
+		exited, err := e.gw.exitWithin(15 * time.Second)
+		if !exited {
 			t.Fatal("gateway did not exit within 15s of SIGTERM")
 		}
-		if !strings.Contains(e.stderr.String(), "stopped") {
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+		if !strings.Contains(e.log(), "stopped") {
 			t.Errorf("no clean stop in the log")
 		}
 	})
 }
 
 func (e *env) rawConnect(t *testing.T, user, authority string) net.Conn {
-	c, resp := e.dialConnect(t, user, e.tokens[user], authority)
+	code, reason, c := e.connect(t, user, e.tokens[user], authority)
 	if c == nil {
-		t.Fatalf("CONNECT %s: %d %s", authority, resp.StatusCode, resp.Header.Get("Sluice-Reason"))
+		t.Fatalf("CONNECT %s: %d %s", authority, code, reason)
 	}
 	return c
-}
-
-func (e *env) connectResponse(t *testing.T, user, token, authority string) *http.Response {
-	c, resp := e.dialConnect(t, user, token, authority)
-	if c != nil {
-		c.Close()
-	}
-	return resp
-}
-
-// dialConnect sends a CONNECT from the sandbox; it returns the connection
-// when the gateway answered 200.
-func (e *env) dialConnect(t *testing.T, user, token, authority string) (net.Conn, *http.Response) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := e.w.Sandbox.DialContext(ctx, "tcp", e.proxy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n", authority, authority)
-	if user != "" {
-		fmt.Fprintf(c, "Proxy-Authorization: Basic %s\r\n", base64.StdEncoding.EncodeToString([]byte(user+":"+token)))
-	}
-	io.WriteString(c, "\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		c.Close()
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		c.Close()
-		return nil, resp
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, resp
 }
 
 // countingListener accepts and counts connections it should never get.
@@ -503,36 +340,4 @@ func listenCounting(t *testing.T, ns *testnet.NS, addr string) *countingListener
 	}()
 	t.Cleanup(func() { l.Close() })
 	return cl
-}
-
-func randomToken(t *testing.T) string {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func mustWrite(t *testing.T, path, data string, mode os.FileMode) {
-	if err := os.WriteFile(path, []byte(data), mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// syncBuffer is a goroutine-safe log buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

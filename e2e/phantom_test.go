@@ -44,7 +44,7 @@ func TestPhantomCredentials(t *testing.T) {
 		sawReal := false
 		for _, a := range e.gitAuth {
 			if strings.Contains(a, "Basic ") {
-				if a != phantomBasic("x-access-token", real) {
+				if a != "Basic "+basicAuth("x-access-token", real) {
 					t.Errorf("the git server got credentials other than the real token")
 				}
 				sawReal = true
@@ -67,7 +67,7 @@ func TestPhantomCredentials(t *testing.T) {
 			}
 		}
 		e.mu.Unlock()
-		if !strings.Contains(e.stderr.String(), "rule=phantom-misuse:git") || !strings.Contains(e.stderr.String(), "incident=") {
+		if !strings.Contains(e.log(), "rule=phantom-misuse:git") || !strings.Contains(e.log(), "incident=") {
 			t.Errorf("no phantom-misuse incident in the log")
 		}
 		code, reason := e.curl(t, "-u", "x-access-token:"+phantom, "https://other.example.test/x")
@@ -92,7 +92,7 @@ func TestPhantomCredentials(t *testing.T) {
 		e.mu.Lock()
 		last := e.gitAuth[len(e.gitAuth)-1]
 		e.mu.Unlock()
-		if last != phantomBasic("x-access-token", rotated) {
+		if last != "Basic "+basicAuth("x-access-token", rotated) {
 			t.Error("the git server did not get the rotated token")
 		}
 	})
@@ -101,7 +101,7 @@ func TestPhantomCredentials(t *testing.T) {
 		secrets := []string{real, e.real(t)}
 		check := func(what string, data []byte) {
 			for _, s := range secrets {
-				for _, form := range []string{s, phantomBasicPayload("x-access-token", s)} {
+				for _, form := range []string{s, basicAuth("x-access-token", s)} {
 					if strings.Contains(string(data), form) {
 						t.Errorf("%s holds a real secret", what)
 					}
@@ -124,7 +124,7 @@ func TestPhantomCredentials(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.dir, "data", "sluice.db")); err != nil {
 			t.Errorf("no database to check: %v", err)
 		}
-		check("gateway log", []byte(e.stderr.String()))
+		check("gateway log", []byte(e.log()))
 		c := e.w.Gateway.HTTPClient(nil, nil)
 		for _, p := range []string{"/metrics", "/", "/incidents", "/api/incidents"} {
 			resp, err := c.Get("http://127.0.0.1:18080" + p)
@@ -140,8 +140,4 @@ func TestPhantomCredentials(t *testing.T) {
 			}
 		}
 	})
-}
-
-func phantomBasicPayload(user, pass string) string {
-	return strings.TrimPrefix(phantomBasic(user, pass), "Basic ")
 }

@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/subtle"
-	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sluice-egress/sluice/internal/testnet"
 )
@@ -50,12 +47,9 @@ tenants:
 // phantomEnv is a running gateway with a phantom credential in front of a git
 // server that accepts only the real token, and another host that asks for one.
 type phantomEnv struct {
-	w      *testnet.World
-	dir    string
-	cfg    string
+	*fixture
 	trust  string
 	secret string // path of the real secret's file
-	stderr *syncBuffer
 
 	mu       sync.Mutex
 	gitAuth  []string // Authorization headers the git server got
@@ -72,17 +66,15 @@ func (e *phantomEnv) real(t *testing.T) string {
 }
 
 func startPhantom(t *testing.T, real string) *phantomEnv {
-	w := testnet.New(t)
-	e := &phantomEnv{w: w, dir: t.TempDir()}
+	e := &phantomEnv{fixture: newFixture(t, phantomPolicy, "acme")}
 	e.secret = filepath.Join(e.dir, "git.secret")
 	mustWrite(t, e.secret, real+"\n", 0o600)
-	upCA := testnet.NewTestCA(t, "internet")
 	repos := t.TempDir()
 	testnet.MakeBareRepo(t, repos, "demo")
 	git := testnet.GitHandler(t, repos)
 	// The git server wants the real token as the basic-auth password; it
 	// reads the file on every request, so that rotation shows.
-	w.ServeUpstream(t, testnet.HostPort(apiAddr, 443), upCA.ServerTLS(t, "git.example.test"),
+	e.w.ServeUpstream(t, testnet.HostPort(apiAddr, 443), e.upCA.ServerTLS(t, "git.example.test"),
 		http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			e.mu.Lock()
 			e.gitAuth = append(e.gitAuth, r.Header.Get("Authorization"))
@@ -96,7 +88,7 @@ func startPhantom(t *testing.T, real string) *phantomEnv {
 			}
 			git.ServeHTTP(rw, r)
 		}))
-	w.ServeUpstream(t, testnet.HostPort(otherAddr, 443), upCA.ServerTLS(t, "other.example.test"),
+	e.w.ServeUpstream(t, testnet.HostPort(otherAddr, 443), e.upCA.ServerTLS(t, "other.example.test"),
 		http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			e.mu.Lock()
 			e.otherHit++
@@ -105,67 +97,13 @@ func startPhantom(t *testing.T, real string) *phantomEnv {
 			rw.Header().Set("WWW-Authenticate", `Basic realm="other"`)
 			http.Error(rw, "authentication required", http.StatusUnauthorized)
 		}))
-	mustWrite(t, filepath.Join(e.dir, "acme.token"), randomToken(t)+"\n", 0o600)
-	upCA.WritePEM(t, e.dir)
-	os.Rename(filepath.Join(e.dir, "internet-ca.pem"), filepath.Join(e.dir, "upstream-ca.pem"))
-	e.cfg = filepath.Join(e.dir, "sluice.yaml")
-	mustWrite(t, e.cfg, phantomPolicy, 0o600)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	gw := w.Gateway.Command(ctx, sluiceBin, "serve", "--config", e.cfg, "--drain-timeout", "2s")
-	stdout, err := gw.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.stderr = &syncBuffer{}
-	gw.Stderr = e.stderr
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), "proxy on") {
-				once = true
-				close(ready)
-			}
-		}
-		exited <- gw.Wait()
-	}()
-	t.Cleanup(func() {
-		if gw.ProcessState == nil {
-			gw.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", e.stderr.String())
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-exited:
-		t.Fatalf("gateway exited at start: %v\n%s", err, e.stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("gateway did not start\n%s", e.stderr.String())
-	}
-	e.trust = filepath.Join(e.dir, "trust")
-	if _, err := w.Gateway.Run(t, sluiceBin, "ca", "export", "--config", e.cfg, "--tenant", "acme", "--out", e.trust); err != nil {
-		t.Fatalf("ca export: %v", err)
-	}
+	e.serve(t, "2s")
+	e.trust = e.exportTrust(t, "acme")
 	return e
 }
 
 // envLines are the exported sluice.env lines.
-func (e *phantomEnv) envLines(t *testing.T) []string {
-	b, err := os.ReadFile(filepath.Join(e.trust, "sluice.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
-}
+func (e *phantomEnv) envLines(t *testing.T) []string { return envLines(t, e.trust) }
 
 // git runs git in the sandbox with the exported env and a credential helper
 // that hands out $GITHUB_TOKEN, as a platform would configure it.
@@ -182,21 +120,6 @@ func (e *phantomEnv) git(t *testing.T, dir string, args ...string) (string, erro
 // curl runs curl in the sandbox with the exported env; it returns the HTTP
 // code and the Sluice-Reason seen.
 func (e *phantomEnv) curl(t *testing.T, args ...string) (code, reason string) {
-	full := append([]string{"-sS", "-v", "--max-time", "15", "-o", "/dev/null", "-w", "%{http_code}"}, args...)
-	cmd := e.w.Sandbox.Command(context.Background(), "curl", full...)
-	cmd.Env = append(testnet.GitEnv(t), e.envLines(t)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, _ := cmd.Output()
-	for _, l := range strings.Split(stderr.String(), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(l, "< "), ":"); ok && strings.EqualFold(k, "Sluice-Reason") {
-			reason = strings.TrimSpace(v)
-		}
-	}
-	return strings.TrimSpace(string(out)), reason
-}
-
-// phantomBasic is the Authorization header git sends for user and pass.
-func phantomBasic(user, pass string) string {
-	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+	code, _, reason, _ = e.sandboxCurl(t, e.envLines(t), args...)
+	return code, reason
 }

@@ -1,13 +1,8 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -62,148 +57,36 @@ const (
 
 // policyEnv is a gateway started on policyConfigTmpl.
 type policyEnv struct {
-	w      *testnet.World
-	dir    string
-	cfg    string
-	token  string
-	roots  *x509.CertPool
-	gw     *exec.Cmd
-	stderr *syncBuffer
+	*fixture
+	roots *x509.CertPool
 }
 
 func startPolicy(t *testing.T) *policyEnv {
-	w := testnet.New(t)
-	e := &policyEnv{w: w, dir: t.TempDir(), token: randomToken(t)}
-	upCA := testnet.NewTestCA(t, "internet")
-	w.AddUpstreamAddr(t, registryAddr)
-	w.ServeUpstream(t, testnet.HostPort(registryAddr, 443),
-		upCA.ServerTLS(t, "npm.registry.example.test", "goproxy.example.test", "npm.corp.test", "api.example.test"), nil)
-	mustWrite(t, filepath.Join(e.dir, "acme.token"), e.token+"\n", 0o600)
-	upCA.WritePEM(t, e.dir)
-	os.Rename(filepath.Join(e.dir, "internet-ca.pem"), filepath.Join(e.dir, "upstream-ca.pem"))
-	e.cfg = filepath.Join(e.dir, "sluice.yaml")
-	mustWrite(t, e.cfg, fmt.Sprintf(policyConfigTmpl, allowV1), 0o600)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	e.gw = w.Gateway.Command(ctx, sluiceBin, "serve", "--config", e.cfg, "--drain-timeout", "2s")
-	stdout, err := e.gw.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.stderr = &syncBuffer{}
-	e.gw.Stderr = e.stderr
-	if err := e.gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), "proxy on") {
-				once = true
-				close(ready)
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		e.gw.Process.Kill()
-		e.gw.Wait()
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", e.stderr.String())
-		}
-	})
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("gateway did not start\n%s", e.stderr.String())
-	}
-	out := filepath.Join(e.dir, "trust")
-	if _, err := w.Gateway.Run(t, sluiceBin, "ca", "export", "--config", e.cfg, "--tenant", "acme", "--out", out); err != nil {
-		t.Fatalf("ca export: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(out, "ca.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.roots = x509.NewCertPool()
-	e.roots.AppendCertsFromPEM(b)
+	e := &policyEnv{fixture: newFixture(t, fmt.Sprintf(policyConfigTmpl, allowV1), "acme")}
+	e.w.AddUpstreamAddr(t, registryAddr)
+	e.w.ServeUpstream(t, testnet.HostPort(registryAddr, 443),
+		e.upCA.ServerTLS(t, "npm.registry.example.test", "goproxy.example.test", "npm.corp.test", "api.example.test"), nil)
+	e.serve(t, "2s")
+	e.roots = trustRoots(t, e.exportTrust(t, "acme"))
 	return e
-}
-
-// tunnel is one CONNECT tunnel with TLS inside, on which requests are sent one by one.
-type tunnel struct {
-	tc *tls.Conn
-	br *bufio.Reader
 }
 
 // open CONNECTs to host:443 and completes TLS; it fails the test unless the gateway
 // answers 200.
 func (e *policyEnv) open(t *testing.T, host string) *tunnel {
 	t.Helper()
-	code, reason, c := e.connect(t, host)
+	code, reason, c := e.connect443(t, e.token, host)
 	if c == nil {
 		t.Fatalf("CONNECT %s: %d %s", host, code, reason)
 	}
-	tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: e.roots})
-	if err := tc.Handshake(); err != nil {
-		t.Fatalf("TLS to %s: %v", host, err)
-	}
-	t.Cleanup(func() { tc.Close() })
-	return &tunnel{tc: tc, br: bufio.NewReader(tc)}
-}
-
-// connect sends a CONNECT and returns the status, the Sluice-Reason and, on 200, the conn.
-func (e *policyEnv) connect(t *testing.T, host string) (int, string, net.Conn) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := e.w.Sandbox.DialContext(ctx, "tcp", "192.0.2.1:3128")
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := basicAuth("acme", e.token)
-	fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\nProxy-Authorization: Basic %s\r\n\r\n", host, host, auth)
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		c.Close()
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		c.Close()
-		return resp.StatusCode, resp.Header.Get("Sluice-Reason"), nil
-	}
-	return 200, "", c
-}
-
-// get sends one GET on the tunnel: the status and Sluice-Reason, or an error when the
-// tunnel was closed.
-func (tu *tunnel) get(host, path string) (int, string, error) {
-	tu.tc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := fmt.Fprintf(tu.tc, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host); err != nil {
-		return 0, "", err
-	}
-	resp, err := http.ReadResponse(tu.br, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	var sink [512]byte
-	for {
-		if _, err := resp.Body.Read(sink[:]); err != nil {
-			break
-		}
-	}
-	return resp.StatusCode, resp.Header.Get("Sluice-Reason"), nil
+	return startTLS(t, c, e.roots, host)
 }
 
 func (e *policyEnv) waitLog(t *testing.T, substr string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if strings.Count(e.stderr.String(), substr) >= n {
+		if strings.Count(e.log(), substr) >= n {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -242,7 +125,7 @@ func TestPolicyPresetsAndReload(t *testing.T) {
 		// go is permitted for derivation but its slots are unset; npm.corp.test is only
 		// ever a suggestion from a repository's .npmrc.
 		for _, host := range []string{"goproxy.example.test", "npm.corp.test"} {
-			if code, reason, c := e.connect(t, host); c != nil || code != 403 || reason != "host-not-allowed" {
+			if code, reason, c := e.connect443(t, e.token, host); c != nil || code != 403 || reason != "host-not-allowed" {
 				t.Errorf("CONNECT %s: %d %q", host, code, reason)
 			}
 		}
@@ -297,7 +180,7 @@ func TestPolicyPresetsAndReload(t *testing.T) {
 		if code, _, err := reg.get("npm.registry.example.test", "/b"); err == nil && code != 403 {
 			t.Fatalf("removed host still served on an open tunnel: %d", code)
 		}
-		if code, reason, c := e.connect(t, "npm.registry.example.test"); c != nil || code != 403 {
+		if code, reason, c := e.connect443(t, e.token, "npm.registry.example.test"); c != nil || code != 403 {
 			t.Fatalf("CONNECT to a removed host: %d %s", code, reason)
 		}
 		// The api host stays allowed, on other paths: the same tunnel is checked per request.
@@ -314,29 +197,25 @@ func TestPolicyPresetsAndReload(t *testing.T) {
 		// A file that would bring the npm preset back, but with an unknown key.
 		e.rewrite(t, fmt.Sprintf(policyConfigTmpl, allowV1)+"    bogus_key: 1\n")
 		e.waitLog(t, "policy reload failed", 1)
-		if err := e.gw.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := e.gw.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		e.waitLog(t, "policy reload failed", 2)
 		if code, _, err := api.get("api.example.test", "/v2/a"); err != nil || code != 200 {
 			t.Fatalf("after a failed reload: %d %v", code, err)
 		}
-		if code, _, c := e.connect(t, "npm.registry.example.test"); c != nil || code != 403 {
+		if code, _, c := e.connect443(t, e.token, "npm.registry.example.test"); c != nil || code != 403 {
 			t.Fatalf("failed reload changed the policy: %d", code)
 		}
-		if !strings.Contains(e.stderr.String(), "bogus_key") {
+		if !strings.Contains(e.log(), "bogus_key") {
 			t.Errorf("the log does not say why the reload failed")
 		}
 		// SIGHUP with a good file again restores a working reload.
 		e.rewrite(t, fmt.Sprintf(policyConfigTmpl, allowV1))
-		e.gw.Process.Signal(syscall.SIGHUP)
+		e.gw.cmd.Process.Signal(syscall.SIGHUP)
 		e.waitLog(t, "policy reloaded", 2)
-		if code, reason, c := e.connect(t, "npm.registry.example.test"); c == nil {
+		if code, reason, c := e.connect443(t, e.token, "npm.registry.example.test"); c == nil {
 			t.Fatalf("after a good reload: %d %s", code, reason)
 		}
 	})
-}
-
-func basicAuth(user, pass string) string {
-	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
 }

@@ -179,7 +179,7 @@ func TestScanEndToEnd(t *testing.T) {
 	})
 
 	t.Run("no secret in the gateway's log", func(t *testing.T) {
-		log := e.stderr.String()
+		log := e.log()
 		if !strings.Contains(log, "finding") {
 			t.Fatal("the gateway logged no finding")
 		}

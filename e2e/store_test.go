@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"database/sql"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -24,12 +22,11 @@ import (
 // loopbackGateway is the real binary on its embedded default, on loopback
 // ports chosen by the kernel.
 type loopbackGateway struct {
-	cmd     *exec.Cmd
+	*sluiceProc
 	dataDir string
 	proxy   string // host:port
 	admin   string // http://host:port
 	token   string
-	stderr  *syncBuffer
 }
 
 var (
@@ -39,41 +36,18 @@ var (
 
 func startLoopback(t *testing.T) *loopbackGateway {
 	t.Helper()
-	g := &loopbackGateway{dataDir: t.TempDir(), stderr: &syncBuffer{}}
-	g.cmd = exec.Command(sluiceBin, "serve", "--data-dir", g.dataDir, "--proxy", "127.0.0.1:0", "--admin", "127.0.0.1:0")
-	stdout, err := g.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.cmd.Stderr = g.stderr
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.cmd.Process.Kill(); g.cmd.Wait() })
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
+	g := &loopbackGateway{dataDir: t.TempDir()}
+	g.sluiceProc = startSluice(t, nil, "admin on", "serve", "--data-dir", g.dataDir, "--proxy", "127.0.0.1:0", "--admin", "127.0.0.1:0")
+	for _, l := range g.lines {
+		if m := proxyOn.FindStringSubmatch(l); m != nil {
+			g.proxy = m[1]
 		}
-		close(lines)
-	}()
-	deadline := time.After(20 * time.Second)
-	for g.proxy == "" || g.admin == "" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("gateway exited:\n%s", g.stderr.String())
-			}
-			if m := proxyOn.FindStringSubmatch(l); m != nil {
-				g.proxy = m[1]
-			}
-			if m := adminOn.FindStringSubmatch(l); m != nil {
-				g.admin = m[1]
-			}
-		case <-deadline:
-			t.Fatalf("gateway did not announce its proxy and admin URLs:\n%s", g.stderr.String())
+		if m := adminOn.FindStringSubmatch(l); m != nil {
+			g.admin = m[1]
 		}
+	}
+	if g.proxy == "" || g.admin == "" {
+		t.Fatalf("gateway did not announce its proxy and admin URLs:\n%s", g.stderr.String())
 	}
 	tok, err := os.ReadFile(filepath.Join(g.dataDir, "default.token"))
 	if err != nil {
@@ -216,11 +190,7 @@ func TestNoSecretAtRest(t *testing.T) {
 	}
 	look("while running")
 	g.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- g.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
+	if exited, _ := g.exitWithin(20 * time.Second); !exited {
 		t.Fatal("gateway did not stop on SIGTERM")
 	}
 	look("after shutdown")
