@@ -54,20 +54,13 @@ func phantomCredential(cfg *rules.Config, c *rules.Credential) (*phantom.Credent
 // the tenants' own phantoms so that exported env files hold them. The real
 // secrets are read now once, so that a missing one is a start-up error.
 func (s *Server) openCredentials(sc *scanner.Scanner) error {
-	creds, err := phantomCredentials(s.Config)
-	if err != nil {
+	if err := checkCredentials(s.Config); err != nil {
 		return err
 	}
+	creds, _ := phantomCredentials(s.Config) // checked
 	reg := &phantom.Registry{Dir: s.Config.DataPath(), Key: sc.Key, Credentials: creds, Logger: s.Logger}
-	for tn, cs := range creds {
-		for _, c := range cs {
-			if _, err := c.Secret.Secret(); err != nil {
-				return fmt.Errorf("tenant %s: credential %s: %w", tn, c.Name, err)
-			}
-		}
-		if _, err := reg.Mint(tn, ""); err != nil {
-			return fmt.Errorf("tenant %s: %w", tn, err)
-		}
+	if err := mintTenantPhantoms(reg, creds); err != nil {
+		return err
 	}
 	sc.Phantoms = reg
 	s.gw.Credentials = reg
@@ -76,6 +69,53 @@ func (s *Server) openCredentials(sc *scanner.Scanner) error {
 		s.Logger.Info("phantom credentials", "tenants", n)
 	}
 	return nil
+}
+
+// checkCredentials builds the config's credentials and reads every real
+// secret once: a credential whose secret cannot be read is an error at start
+// and keeps the previous policy on reload.
+func checkCredentials(cfg *rules.Config) error {
+	creds, err := phantomCredentials(cfg)
+	if err != nil {
+		return err
+	}
+	for tn, cs := range creds {
+		for _, c := range cs {
+			if _, err := c.Secret.Secret(); err != nil {
+				return fmt.Errorf("tenant %s: credential %s: %w", tn, c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// mintTenantPhantoms gives every tenant's credentials their tenant-level
+// phantoms (idempotent: existing ones are kept).
+func mintTenantPhantoms(reg *phantom.Registry, creds map[string][]*phantom.Credential) error {
+	for tn := range creds {
+		if _, err := reg.Mint(tn, ""); err != nil {
+			return fmt.Errorf("tenant %s: %w", tn, err)
+		}
+	}
+	return nil
+}
+
+// applyCredentials installs a reloaded config's credentials: new bindings,
+// hosts and secret references apply from the next request on, and new
+// credentials get their phantoms (exported by the next `sluice ca export`).
+func (s *Server) applyCredentials(cfg *rules.Config) {
+	if s.phantoms == nil {
+		return
+	}
+	creds, err := phantomCredentials(cfg)
+	if err != nil { // checked by loadPolicy before the swap
+		s.Logger.Error("credentials not reloaded", "err", err)
+		return
+	}
+	s.phantoms.SetCredentials(creds)
+	if err := mintTenantPhantoms(s.phantoms, creds); err != nil {
+		s.Logger.Error("phantoms not minted after reload", "err", err)
+	}
 }
 
 // MintPhantoms mints the phantoms of a run (the tenant's credentials plus

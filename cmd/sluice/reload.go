@@ -92,6 +92,9 @@ type reloader struct {
 	Holder *policyHolder
 	// Gateway, when set, re-checks open tunnels after a swap.
 	Gateway policyChanger
+	// Applied, when set, applies the rest of a reloaded config that takes
+	// effect without a restart (credentials) after the swap.
+	Applied func(cfg *rules.Config)
 	// Interval between polls of the file (mtime, size, then content hash). Zero: 2s.
 	Interval time.Duration
 	Logger   *slog.Logger
@@ -178,6 +181,9 @@ func (r *reloader) Reload(why string) bool {
 	r.warnRestartOnly(cfg)
 	r.Holder.swap(engine)
 	r.current = cfg
+	if r.Applied != nil {
+		r.Applied(cfg)
+	}
 	closed := 0
 	if r.Gateway != nil {
 		closed = r.Gateway.PolicyChanged()
@@ -222,6 +228,9 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *rules.Config, error) {
 	cfg.Listen = s.Config.Listen // --proxy may have overridden it; listeners stay anyway
 	engine, err := rules.Compile(cfg)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkCredentials(cfg); err != nil {
 		return nil, nil, err
 	}
 	for _, t := range engine.Tenants() {

@@ -104,7 +104,7 @@ func (s *Server) Open() error {
 		}
 	}
 	if cfg.Path != "" {
-		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Logger: s.Logger}
+		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyCredentials, Logger: s.Logger}
 		s.reload.start(cfg)
 	}
 	if err := s.openRuns(); err != nil {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +13,9 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -69,45 +72,72 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("setup check failed, nothing measured: %w", err)
 	}
 
-	fmt.Fprintf(out, "sluice bench: through the gateway vs. direct, same process, same run\n")
-	fmt.Fprintf(out, "go: %s %s/%s   GOMAXPROCS: %d   CPU: %s (%d logical)\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cpuModel(), runtime.NumCPU())
-	fmt.Fprintf(out, "benchtime %s, median of %d, direct and gateway interleaved; client: HTTP/1.1, TLS 1.3, one connection, sequential\n\n",
+	fmt.Fprintf(out, "sluice bench: direct vs. through the gateway without and with the secret scanner, same process, same run\n")
+	fmt.Fprintf(out, "go: %s %s/%s   GOMAXPROCS: %d   CPU: %s (%d logical)   build tags: %s\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cpuModel(), runtime.NumCPU(), buildTags())
+	fmt.Fprintf(out, "benchtime %s, median of %d, paths interleaved; client: HTTP/1.1, TLS 1.3, one connection, sequential\n\n",
 		*benchtime, *count)
 
 	start := time.Now()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tdirect ns/op\tgateway ns/op\tgateway/direct\tdirect\tgateway\tdirect allocs/op\tgateway allocs/op\t")
+	fmt.Fprintln(tw, "case\tdirect ns/op\tgateway ns/op\tgateway+scan ns/op\tgateway/direct\tgateway+scan/direct\t"+
+		"direct\tgateway\tgateway+scan\tdirect allocs/op\tgateway allocs/op\tgateway+scan allocs/op\t")
 	for _, c := range cases {
-		var direct, via []testing.BenchmarkResult
+		vias := []bench.Via{bench.Direct, bench.Gateway}
+		if c.Scan {
+			vias = append(vias, bench.GatewayScan)
+		}
+		results := map[bench.Via][]testing.BenchmarkResult{}
 		for range *count {
-			for _, v := range []bench.Via{bench.Direct, bench.Gateway} {
+			for _, v := range vias {
 				r := testing.Benchmark(func(b *testing.B) { c.Run(b, env, v) })
 				if r.N == 0 {
 					return fmt.Errorf("case %s via %s failed: %w", c.Name, v, cmpOr(env.LastError(), errors.New("no iterations")))
 				}
-				if v == bench.Direct {
-					direct = append(direct, r)
-				} else {
-					via = append(via, r)
-				}
+				results[v] = append(results[v], r)
 			}
 		}
-		d, g := median(direct), median(via)
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fx\t%s\t%s\t%d\t%d\t\n", c.Name,
-			d.NsPerOp(), g.NsPerOp(), float64(g.NsPerOp())/float64(d.NsPerOp()),
-			rate(c, d), rate(c, g), d.AllocsPerOp(), g.AllocsPerOp())
+		d, g := median(results[bench.Direct]), median(results[bench.Gateway])
+		ns, ratio, rt, allocs := "-", "-", "-", "-"
+		if rs := results[bench.GatewayScan]; len(rs) > 0 {
+			s := median(rs)
+			ns = strconv.FormatInt(s.NsPerOp(), 10)
+			ratio = fmt.Sprintf("%.2fx", float64(s.NsPerOp())/float64(d.NsPerOp()))
+			rt = rate(c, s)
+			allocs = strconv.FormatInt(s.AllocsPerOp(), 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2fx\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", c.Name,
+			d.NsPerOp(), g.NsPerOp(), ns, float64(g.NsPerOp())/float64(d.NsPerOp()), ratio,
+			rate(c, d), rate(c, g), rt, d.AllocsPerOp(), g.AllocsPerOp(), allocs)
 	}
 	tw.Flush()
 
-	fmt.Fprintf(out, "\ngateway/direct is the ratio of ns/op (above 1: slower through the gateway); allocs/op count\n"+
-		"the whole process (client, gateway and upstream). Machine noise moves single runs: for\n"+
+	fmt.Fprintf(out, "\ngateway/direct and gateway+scan/direct are ratios of ns/op (above 1: slower than direct);\n"+
+		"gateway has no scanner, gateway+scan scans every request as `sluice serve` does (- : not measured).\n"+
+		"allocs/op count the whole process (client, gateways and upstream). Machine noise moves single runs: for\n"+
 		"confidence intervals, go test -run '^$' -bench . -count 6 ./gateway > b.txt && benchstat -col .name b.txt\n")
 	for _, c := range cases {
 		fmt.Fprintf(out, "  %-14s %s\n", c.Name, c.Desc)
 	}
 	fmt.Fprintf(out, "measured in %s\n", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// buildTags returns the -tags the binary was built with. Without gore2regex the scanner's
+// rules run on regexp, about 12x slower than in the release build: say so.
+func buildTags() string {
+	tags := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" {
+				tags = s.Value
+			}
+		}
+	}
+	if !slices.Contains(strings.Split(tags, ","), "gore2regex") {
+		return cmp.Or(tags, "none") + " (WITHOUT gore2regex: the scanner runs ~12x slower than built by make; use make bench)"
+	}
+	return tags
 }
 
 // rate is MB/s (10^6 bytes, as go test prints it) for cases that move a body, req/s otherwise.

@@ -31,7 +31,9 @@ import (
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Names the upstream answers to. Every name under Domain resolves to the upstream (in the
@@ -62,14 +64,22 @@ const (
 	// Direct: the client talks TLS to the upstream itself, trusting the upstream's CA.
 	Direct Via = iota
 	// Gateway: the client sends CONNECT to the gateway with the tenant's token and trusts
-	// the tenant's CA; the gateway opens the TLS, checks the request and forwards it.
+	// the tenant's CA; the gateway opens the TLS, checks the request and forwards it. This
+	// gateway has no secret scanner.
 	Gateway
+	// GatewayScan: as Gateway, through a second gateway that differs only in scanning
+	// every request with a scanner built as `sluice serve` builds it (production always
+	// scans).
+	GatewayScan
 )
 
-// String returns "direct" or "gateway".
+// String returns "direct", "gateway" or "gateway+scan".
 func (v Via) String() string {
-	if v == Gateway {
+	switch v {
+	case Gateway:
 		return "gateway"
+	case GatewayScan:
+		return "gateway+scan"
 	}
 	return "direct"
 }
@@ -81,6 +91,11 @@ type Env struct {
 	UpstreamAddr string
 	// ProxyAddr is the gateway's "127.0.0.1:port".
 	ProxyAddr string
+	// ScanProxyAddr is the scanning gateway's "127.0.0.1:port".
+	ScanProxyAddr string
+	// UploadBody is the body of the upload case: BodySize bytes of benign chat-completions
+	// JSON (plain-text messages), so that the scanner does the work a real request asks.
+	UploadBody []byte
 
 	port      int
 	token     string
@@ -88,6 +103,7 @@ type Env struct {
 	upRoots   *x509.CertPool // trusts the upstream's CA: direct clients and the gateway
 	tenantCAs *x509.CertPool // trusts the tenant's CA: clients through the gateway
 	gw        *gateway.Gateway
+	gwScan    *gateway.Gateway
 	upstream  *http.Server
 	cold      atomic.Int64
 
@@ -110,9 +126,11 @@ func (e *Env) fail(err error) {
 }
 
 // policy is the config: %[1]d is the upstream's port. Resolution is the guard's Resolver's
-// job (every name under Domain), so upstream.hosts stays empty.
+// job (every name under Domain), so upstream.hosts stays empty. No scanning keys: the
+// scanner runs on the defaults; its key and canary file live in data_dir.
 const policy = `
 version: 1
+data_dir: data
 tenants:
   bench:
     token_file: bench.token
@@ -138,6 +156,7 @@ func Start() (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: temp dir: %w", err)
 	}
+	e.UploadBody = ChatBody(BodySize)
 	if err := e.startUpstream(); err != nil {
 		return nil, err
 	}
@@ -150,10 +169,12 @@ func Start() (_ *Env, err error) {
 // Close stops the gateway and the upstream and removes the temporary directory.
 func (e *Env) Close() error {
 	var errs []error
-	if e.gw != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, e.gw.Shutdown(ctx))
-		cancel()
+	for _, gw := range []*gateway.Gateway{e.gw, e.gwScan} {
+		if gw != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, gw.Shutdown(ctx))
+			cancel()
+		}
 	}
 	if e.upstream != nil {
 		errs = append(errs, e.upstream.Close())
@@ -180,7 +201,7 @@ func (e *Env) startUpstream() error {
 	})
 	mux.HandleFunc("POST "+pathUpload, func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
-		if err != nil || n != BodySize {
+		if err != nil || n != int64(len(e.UploadBody)) {
 			http.Error(w, fmt.Sprintf("read %d bytes: %v", n, err), http.StatusBadRequest)
 			return
 		}
@@ -295,32 +316,90 @@ func (e *Env) startGateway() error {
 	e.tenantCAs.AddCert(auth.Certificate())
 
 	loopback := netip.MustParseAddr("127.0.0.1")
-	e.gw = &gateway.Gateway{
-		Policy: engine,
-		Leaf: func(tenant, host string) (*tls.Certificate, error) {
-			a, err := cas.Authority(tenant)
-			if err != nil {
-				return nil, err
-			}
-			return a.Leaf(host)
-		},
-		Dialer: &guard.Dialer{
-			Resolver: domainResolver{addr: loopback},
-			// The upstream lives on loopback: take loopback out of the deny ranges (and out
-			// of the gateway's own addresses), and leave every other range denied.
-			Deny: withoutLoopback(guard.DefaultDeny()),
-			Self: func() []netip.Addr { return nil },
-		},
-		RootCAs: e.upRoots,
-		Logger:  quiet,
+	newGateway := func() *gateway.Gateway {
+		return &gateway.Gateway{
+			Policy: engine,
+			Leaf: func(tenant, host string) (*tls.Certificate, error) {
+				a, err := cas.Authority(tenant)
+				if err != nil {
+					return nil, err
+				}
+				return a.Leaf(host)
+			},
+			Dialer: &guard.Dialer{
+				Resolver: domainResolver{addr: loopback},
+				// The upstream lives on loopback: take loopback out of the deny ranges (and
+				// out of the gateway's own addresses), and leave every other range denied.
+				Deny: withoutLoopback(guard.DefaultDeny()),
+				Self: func() []netip.Addr { return nil },
+			},
+			RootCAs: e.upRoots,
+			Logger:  quiet,
+		}
 	}
+	e.gw = newGateway()
+	if e.ProxyAddr, err = serve(e.gw); err != nil {
+		return err
+	}
+
+	sc, err := newScanner(cfg)
+	if err != nil {
+		return err
+	}
+	// As `sluice serve` does (openCredentials): a phantom registry in the data directory,
+	// here with no credentials, is both the scanner's PhantomSet and the gateway's swap.
+	reg := &phantom.Registry{Dir: cfg.DataPath(), Key: sc.Key, Logger: quiet}
+	sc.Phantoms = reg
+	e.gwScan = newGateway()
+	e.gwScan.Scanner = sc
+	e.gwScan.Credentials = reg
+	if e.ScanProxyAddr, err = serve(e.gwScan); err != nil {
+		return err
+	}
+	return nil
+}
+
+// serve starts gw on a loopback port and returns its address.
+func serve(gw *gateway.Gateway) (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("bench: proxy listener: %w", err)
+		return "", fmt.Errorf("bench: proxy listener: %w", err)
 	}
-	e.ProxyAddr = l.Addr().String()
-	go e.gw.Serve(l)
-	return nil
+	go gw.Serve(l)
+	return l.Addr().String(), nil
+}
+
+// newScanner builds the scanner as cmd/sluice's newScanner does for cfg: the shipped rule
+// packs compiled once, the scanning policy, a fingerprint key created in the data
+// directory and the canaries kept there. It refuses scanning keys that it does not
+// reproduce (rule packs, actions, bindings, per-tenant overrides): the bench policy sets none.
+func newScanner(cfg *rules.Config) (*scanner.Scanner, error) {
+	s := cfg.Scanning
+	if len(s.RulePacks) > 0 || len(s.Actions) > 0 || len(s.Bindings) > 0 || len(s.Tenants) > 0 {
+		return nil, errors.New("bench: the bench policy must not set scanning rule packs, actions, bindings or tenants")
+	}
+	rs, err := scanner.LoadRules()
+	if err != nil {
+		return nil, fmt.Errorf("bench: scanner rules: %w", err)
+	}
+	dir := cfg.DataPath()
+	key, err := scanner.LoadOrCreateKey(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bench: scanner key: %w", err)
+	}
+	return &scanner.Scanner{
+		Rules: rs,
+		Policy: scanner.Policy{
+			Actions:           map[string]scanner.Action{},
+			NoDefaultBindings: s.NoDefaultBindings,
+			ForwardOversize:   s.OnOversize == rules.OnOversizeForward,
+		},
+		Key:          key,
+		MaxBodyBytes: int64(s.MaxBodyBytes),
+		DecodeDepth:  s.DecodeDepth,
+		Timeout:      time.Duration(s.Timeout),
+		Canaries:     &scanner.CanaryStore{Dir: dir, Key: key},
+	}, nil
 }
 
 func withoutLoopback(ps []netip.Prefix) []netip.Prefix {
@@ -359,8 +438,12 @@ func (e *Env) Client(v Via, keepAlive bool) *http.Client {
 		ForceAttemptHTTP2: false,
 	}
 	switch v {
-	case Gateway:
-		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword(Tenant, e.token), Host: e.ProxyAddr})
+	case Gateway, GatewayScan:
+		proxy := e.ProxyAddr
+		if v == GatewayScan {
+			proxy = e.ScanProxyAddr
+		}
+		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword(Tenant, e.token), Host: proxy})
 		tr.TLSClientConfig = &tls.Config{RootCAs: e.tenantCAs}
 	default:
 		tr.Proxy = nil // never an HTTPS_PROXY from the environment

@@ -1,9 +1,15 @@
 package bench
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"flag"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 func mustStart(t testing.TB) *Env {
@@ -38,6 +44,7 @@ func TestCheckPeerRefusesTheOtherPath(t *testing.T) {
 	}{
 		{"direct answer claimed as gateway", Direct, Gateway},
 		{"gateway answer claimed as direct", Gateway, Direct},
+		{"gateway+scan answer claimed as direct", GatewayScan, Direct},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := e.Client(tc.sent, false)
@@ -84,7 +91,11 @@ func TestCases(t *testing.T) {
 	}
 	t.Cleanup(func() { flag.Set("test.benchtime", old) })
 	for _, c := range Cases() {
-		for _, v := range []Via{Direct, Gateway} {
+		vias := []Via{Direct, Gateway}
+		if c.Scan {
+			vias = append(vias, GatewayScan)
+		}
+		for _, v := range vias {
 			t.Run(c.Name+"/"+v.String(), func(t *testing.T) {
 				r := testing.Benchmark(func(b *testing.B) { c.Run(b, e, v) })
 				if r.N != 3 {
@@ -92,5 +103,94 @@ func TestCases(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestChatBody: exact size, valid JSON of the chat-completions shape, deterministic, and
+// benign (the shipped rules find nothing), while the copy with a fake secret is caught.
+func TestChatBody(t *testing.T) {
+	for _, size := range []int{512, 4096, BodySize} {
+		body := ChatBody(size)
+		if len(body) != size {
+			t.Fatalf("ChatBody(%d): %d bytes", size, len(body))
+		}
+		var req struct {
+			Model    string
+			Messages []struct{ Role, Content string }
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatalf("ChatBody(%d): %v", size, err)
+		}
+		if req.Model == "" || len(req.Messages) < 2 || req.Messages[0].Role != "system" {
+			t.Fatalf("ChatBody(%d): not a chat request: model %q, %d messages", size, req.Model, len(req.Messages))
+		}
+		if string(ChatBody(size)) != string(body) {
+			t.Fatalf("ChatBody(%d) differs between calls", size)
+		}
+	}
+	var sc scanner.Scanner
+	body := ChatBody(64 << 10)
+	fs, err := sc.ScanText(context.Background(), "chat", body)
+	if err != nil || len(fs) != 0 {
+		t.Fatalf("benign body: %d findings (first: %+v), err %v", len(fs), first(fs), err)
+	}
+	secret, err := withFakeSecret(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secret) != len(body) || !json.Valid(secret) {
+		t.Fatalf("withFakeSecret: %d bytes (want %d), valid JSON %v", len(secret), len(body), json.Valid(secret))
+	}
+	if fs, err := sc.ScanText(context.Background(), "chat", secret); err != nil || len(fs) == 0 {
+		t.Fatalf("body with a fake secret: no finding, err %v", err)
+	}
+}
+
+func first(fs []scanner.Finding) any {
+	if len(fs) == 0 {
+		return nil
+	}
+	return fs[0].Rule
+}
+
+// TestRefusedAsSecret: only a 403 secret-detected passes for the scanner's refusal.
+func TestRefusedAsSecret(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		ok   bool
+	}{
+		{"forwarded", nil, false},
+		{"transport error", errors.New("connection reset"), false},
+		{"other refusal", &statusError{code: http.StatusForbidden, reason: "host-not-allowed"}, false},
+		{"scan failed", &statusError{code: http.StatusServiceUnavailable, reason: "scan-failed"}, false},
+		{"secret detected", &statusError{code: http.StatusForbidden, reason: "secret-detected"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := refusedAsSecret(tc.err); (err == nil) != tc.ok {
+				t.Fatalf("refusedAsSecret(%v) = %v, want ok %v", tc.err, err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestScanGatewayRefusesSecretOthersForward: the fake secret passes direct and through the
+// unscanned gateway, and the scanning gateway refuses it, so the three paths differ as named.
+func TestScanGatewayRefusesSecretOthersForward(t *testing.T) {
+	e := mustStart(t)
+	body, err := withFakeSecret(e.UploadBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []Via{Direct, Gateway, GatewayScan} {
+		t.Run(v.String(), func(t *testing.T) {
+			err := upload(e.Client(v, false), e.URL(Domain, pathUpload), body)
+			if v == GatewayScan {
+				err = refusedAsSecret(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -3,11 +3,16 @@ package bench
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Case is one measurement, made the same way via either path.
@@ -18,6 +23,8 @@ type Case struct {
 	Desc string
 	// Bytes is the body size one operation moves; zero for the request-rate cases.
 	Bytes int64
+	// Scan: the case is measured via GatewayScan too; false: via Direct and Gateway only.
+	Scan bool
 	// Run measures the case via v, one request per b.Loop iteration. Setup (client,
 	// a first request that opens the connection or warms the leaf cache) is not timed.
 	Run func(b *testing.B, e *Env, v Via)
@@ -27,7 +34,7 @@ type Case struct {
 func Cases() []Case {
 	return []Case{
 		{
-			Name: "small-get", Desc: "GET of a 3-byte body on a kept-alive connection",
+			Name: "small-get", Desc: "GET of a 3-byte body on a kept-alive connection", Scan: true,
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
@@ -35,16 +42,16 @@ func Cases() []Case {
 			},
 		},
 		{
-			Name: "upload-1MiB", Desc: "POST of a 1 MiB body on a kept-alive connection", Bytes: BodySize,
+			Name: "upload-1MiB", Desc: "POST of 1 MiB of chat-completions JSON (plain-text messages) on a kept-alive connection",
+			Bytes: BodySize, Scan: true,
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
-				body := make([]byte, BodySize)
-				loop(b, e, func() error { return upload(c, e.URL(Domain, pathUpload), body) })
+				loop(b, e, func() error { return upload(c, e.URL(Domain, pathUpload), e.UploadBody) })
 			},
 		},
 		{
-			Name: "download-1MiB", Desc: "GET of a 1 MiB body on a kept-alive connection", Bytes: BodySize,
+			Name: "download-1MiB", Desc: "GET of a 1 MiB body on a kept-alive connection", Bytes: BodySize, Scan: true,
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
@@ -109,6 +116,7 @@ func upload(c *http.Client, url string, body []byte) error {
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
@@ -130,7 +138,8 @@ func drain(resp *http.Response, want int64) error {
 	resp.Body.Close()
 	switch {
 	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("%s %s: status %s (Sluice-Reason %q)", resp.Request.Method, resp.Request.URL, resp.Status, resp.Header.Get("Sluice-Reason"))
+		return &statusError{method: resp.Request.Method, url: resp.Request.URL.String(), code: resp.StatusCode,
+			status: resp.Status, reason: resp.Header.Get("Sluice-Reason")}
 	case err != nil:
 		return fmt.Errorf("%s %s: read body: %w", resp.Request.Method, resp.Request.URL, err)
 	case n != want:
@@ -141,17 +150,29 @@ func drain(resp *http.Response, want int64) error {
 
 // Check makes each kind of request once via each path and verifies that it went the way
 // it was meant to: a direct answer carries the upstream's certificate, an answer through
-// the gateway the tenant CA's leaf for the very host asked for, and a host outside the
-// policy is refused by the gateway. The harness runs it before measuring anything.
+// either gateway the tenant CA's leaf for the very host asked for, a host outside the
+// policy is refused by the gateway, and the upload body with a fake secret in it is
+// refused (403 secret-detected) by the scanning gateway and only by it. The harness runs
+// it before measuring anything.
 func Check(e *Env) error {
 	var errs []error
-	for _, v := range []Via{Direct, Gateway} {
+	secretBody, err := withFakeSecret(e.UploadBody)
+	if err != nil {
+		return err
+	}
+	for _, v := range []Via{Direct, Gateway, GatewayScan} {
 		c := e.Client(v, true)
 		errs = append(errs,
 			getSmall(c, e.URL(Domain, pathSmall)),
-			upload(c, e.URL(Domain, pathUpload), make([]byte, BodySize)),
+			upload(c, e.URL(Domain, pathUpload), e.UploadBody),
 			download(c, e.URL(Domain, pathDownload)),
 		)
+		err := upload(c, e.URL(Domain, pathUpload), secretBody)
+		if v == GatewayScan {
+			errs = append(errs, refusedAsSecret(err))
+		} else if err != nil {
+			errs = append(errs, fmt.Errorf("%s: the body with a fake secret did not pass unscanned: %w", v, err))
+		}
 		host := e.ColdHost()
 		resp, err := c.Get(e.URL(host, pathSmall))
 		if err != nil {
@@ -171,6 +192,136 @@ func Check(e *Env) error {
 	return errors.Join(errs...)
 }
 
+// refusedAsSecret checks that upload's error is the scanning gateway's refusal.
+func refusedAsSecret(err error) error {
+	var se *statusError
+	switch {
+	case err == nil:
+		return errors.New("gateway+scan forwarded a body carrying a fake secret")
+	case !errors.As(err, &se):
+		return fmt.Errorf("gateway+scan: body with a fake secret: %w", err)
+	case se.code != http.StatusForbidden || se.reason != "secret-detected":
+		return fmt.Errorf("gateway+scan: body with a fake secret: status %d, Sluice-Reason %q; want 403 secret-detected", se.code, se.reason)
+	}
+	return nil
+}
+
+// withFakeSecret returns a copy of body, of the same length, in which a freshly generated
+// fake GitHub token replaces words inside the last message's text.
+func withFakeSecret(body []byte) ([]byte, error) {
+	secret, err := scanner.FakeSecret("github-pat")
+	if err != nil {
+		return nil, fmt.Errorf("bench: fake secret: %w", err)
+	}
+	out := bytes.Clone(body)
+	i := bytes.LastIndex(out, []byte(`"content":"`))
+	at := i + len(`"content":"`) + 16
+	patch := " my token is " + secret + " "
+	if i < 0 || at+len(patch) > len(out)-len(chatTail)-2 {
+		return nil, errors.New("bench: upload body too small to carry a secret")
+	}
+	copy(out[at:], patch)
+	return out, nil
+}
+
+// statusError is a response other than 200 OK.
+type statusError struct {
+	method, url string
+	code        int
+	status      string
+	reason      string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s %s: status %s (Sluice-Reason %q)", e.method, e.url, e.status, e.reason)
+}
+
+// chatHead and chatTail frame the chat-completions request ChatBody writes.
+const (
+	chatHead = `{"model":"bench-chat-1","temperature":0.2,"max_tokens":1024,"stream":false,"messages":[`
+	chatTail = `]}`
+)
+
+// chatWords are what ChatBody's messages are made of: plain prose, no identifiers, no
+// long tokens, nothing that needs JSON escaping.
+var chatWords = strings.Fields(`the a an of to and in for on with that this it is was be are
+	as by from at or not we you they can will would should could please explain how why when
+	what which data request response server client function value list table report summary
+	page user account order invoice meeting project team review draft email letter plan budget
+	week month year today tomorrow morning afternoon customer support ticket issue error fix
+	change update release version test build result question answer example section chapter
+	paragraph sentence word reader writer story history weather city river garden kitchen
+	recipe bread coffee music movie book library school student teacher lesson homework
+	travel train station ticket hotel room price cost total number first second third last
+	next previous better faster simpler clear short long small large good great new old
+	thanks hello sure okay also then because however therefore although`)
+
+// ChatBody returns a chat-completions style JSON request of exactly size bytes (at least
+// 512): a system prompt and alternating user and assistant messages of plain English-like
+// text, the same bytes on every call. Benign as it is, every byte of it goes through the
+// scanner's rules, like a long agent conversation does.
+func ChatBody(size int) []byte {
+	if size < 512 {
+		panic(fmt.Sprintf("bench: ChatBody(%d): want at least 512 bytes", size))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	b := bytes.NewBufferString(chatHead)
+	add := func(m message) {
+		if b.Len() > len(chatHead) {
+			b.WriteByte(',')
+		}
+		j, err := json.Marshal(m)
+		if err != nil {
+			panic(err) // a struct of two strings always marshals
+		}
+		b.Write(j)
+	}
+	add(message{"system", "You are a helpful assistant. Answer briefly and clearly."})
+	// The last message is cut to fit: leave it room for its frame and some text.
+	const lastFrame = len(`,{"role":"user","content":""}`) + len(chatTail)
+	for i := 0; ; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		text := prose(r, 200+r.IntN(1800))
+		if b.Len()+len(text)+64+lastFrame+128 > size {
+			break
+		}
+		add(message{role, text})
+	}
+	room := size - b.Len() - lastFrame
+	add(message{"user", prose(r, room)[:room]})
+	b.WriteString(chatTail)
+	if b.Len() != size {
+		panic(fmt.Sprintf("bench: ChatBody(%d) made %d bytes", size, b.Len()))
+	}
+	return b.Bytes()
+}
+
+// prose returns sentences of chatWords, at least n bytes of them.
+func prose(r *rand.Rand, n int) string {
+	var sb strings.Builder
+	for sb.Len() < n {
+		words := 6 + r.IntN(14)
+		for w := range words {
+			word := chatWords[r.IntN(len(chatWords))]
+			if w == 0 {
+				word = strings.ToUpper(word[:1]) + word[1:]
+			} else {
+				sb.WriteByte(' ')
+			}
+			sb.WriteString(word)
+		}
+		sb.WriteString(". ")
+	}
+	return sb.String()
+}
+
 // checkPeer verifies whose certificate answered: the upstream's (for *.Domain) directly,
 // the tenant CA's leaf for exactly host through the gateway.
 func checkPeer(resp *http.Response, v Via, e *Env, host string) error {
@@ -179,7 +330,7 @@ func checkPeer(resp *http.Response, v Via, e *Env, host string) error {
 	}
 	leaf := resp.TLS.PeerCertificates[0]
 	roots := e.upRoots
-	if v == Gateway {
+	if v != Direct {
 		roots = e.tenantCAs
 		if len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != host {
 			return fmt.Errorf("gateway: leaf names %v, want exactly %s", leaf.DNSNames, host)
