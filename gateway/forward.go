@@ -63,6 +63,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	allow := g.Policy.AllowedAddresses(d)
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	// An allowed WebSocket is scanned message by message (websocket.go).
+	ws, _ := upgradeKind(r)
+	ws = ws && g.Scanner != nil
+	if ws {
+		w = g.webSocketWriter(w, r, id, host, port)
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = target.Scheme
@@ -71,6 +77,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			// Credentials for the gateway never travel on.
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
+			if ws {
+				// No compression is negotiated: every frame stays readable.
+				pr.Out.Header.Del("Sec-WebSocket-Extensions")
+			}
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
 			inj.apply(pr.Out)
 		},
