@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,8 +33,12 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	if g.Scanner == nil {
 		return true
 	}
+	// A WebSocket key is a random 16-byte nonce: it looks like a token to
+	// every entropy rule. A well-formed one is left out of the scan (it can
+	// carry no more than 16 bytes); anything else in that header is scanned.
+	hdr, wsKey := withoutWebSocketKey(r.Header)
 	req := &scanner.Request{
-		Tenant: id.Tenant, Host: host, URL: r.URL, Header: r.Header,
+		Tenant: id.Tenant, Host: host, URL: r.URL, Header: hdr,
 		// A link leads outside when the client could not open that host.
 		Allowed: func(h string) bool {
 			n, err := rules.NormalizeHost(h)
@@ -94,6 +99,9 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	}
 	if res.Header != nil {
 		r.Header = res.Header
+		if wsKey != "" {
+			r.Header.Set("Sec-WebSocket-Key", wsKey)
+		}
 	}
 	if req.Body != nil {
 		r.Body = &scannedBody{Reader: res.Body, orig: r.Body}
@@ -104,6 +112,21 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		}
 	}
 	return true
+}
+
+// withoutWebSocketKey returns h without a well-formed Sec-WebSocket-Key
+// (base64 of exactly 16 bytes), and that key; h itself when there is none.
+func withoutWebSocketKey(h http.Header) (http.Header, string) {
+	vs := h.Values("Sec-WebSocket-Key")
+	if len(vs) != 1 || len(vs[0]) != 24 {
+		return h, ""
+	}
+	if b, err := base64.StdEncoding.DecodeString(vs[0]); err != nil || len(b) != 16 {
+		return h, ""
+	}
+	c := h.Clone()
+	c.Del("Sec-WebSocket-Key")
+	return c, vs[0]
 }
 
 // findingReason is the Sluice-Reason a finding would give.

@@ -2,7 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,5 +44,38 @@ func TestScannerErrorRefusesAndIsTimed(t *testing.T) {
 	}
 	if scans.Load() != 1 {
 		t.Fatalf("OnScan called %d times, want 1", scans.Load())
+	}
+}
+
+// A well-formed WebSocket key is a random nonce, not a leak; a token put in
+// that header instead is still found.
+func TestWebSocketKeyIsNotAFinding(t *testing.T) {
+	w := newWorld(t)
+	w.gw.Scanner = &scanner.Scanner{Key: []byte("0123456789abcdef0123456789abcdef")}
+	send := func(key string) int {
+		req, _ := http.NewRequest("GET", w.url("api.example.test", "/v1/ws"), nil)
+		req.Header.Set("Sec-WebSocket-Key", key)
+		resp, err := w.acme().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	nonce := make([]byte, 16)
+	rand.Read(nonce)
+	before := len(w.sink.reasons())
+	if code := send(base64.StdEncoding.EncodeToString(nonce)); code != 200 {
+		t.Fatalf("request with a WebSocket key: %d", code)
+	}
+	if got := w.sink.reasons()[before:]; len(got) != 0 {
+		t.Fatalf("a WebSocket nonce was reported: %q", got)
+	}
+	fake, err := scanner.FakeSecret("github-pat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := send(fake); code != 403 {
+		t.Fatalf("a token in the WebSocket key header passed: %d", code)
 	}
 }
