@@ -15,7 +15,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,6 +212,15 @@ func json1(b []byte) bool {
 // with its path ("json:$.messages[3].content"); a value under an object key
 // is seen as "key: value", so that rules keyed on names still match.
 func jsonSegments(b []byte, chain []string) ([]*segment, bool) {
+	if segs, ok := jsonSegmentsFast(b, chain); ok {
+		return segs, true
+	}
+	return jsonSegmentsDecoder(b, chain)
+}
+
+// jsonSegmentsDecoder walks b with encoding/json's decoder, token by token:
+// it also reads a stream of values ("{...} {...}").
+func jsonSegmentsDecoder(b []byte, chain []string) ([]*segment, bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	type frame struct {
@@ -286,9 +294,19 @@ func jsonSegments(b []byte, chain []string) ([]*segment, bool) {
 	return out, true
 }
 
-var plainKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func plainKey(k string) bool { return plainKeyRE.MatchString(k) }
+// plainKey reports whether k is written .k in a path: [A-Za-z_][A-Za-z0-9_]*.
+func plainKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // multipartSegments are the parts of a multipart body, each read by its own
 // type; a base64 Content-Transfer-Encoding is undone.

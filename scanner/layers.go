@@ -32,6 +32,12 @@ type run struct {
 func encodedRuns(s string) []run {
 	var out []run
 	for i := 0; i < len(s); {
+		// Here s[i-1] is not base64: when s[i+15] is not either, no run
+		// starting up to there is long enough.
+		if e := i + minBase64Run - 1; e < len(s) && !isB64(s[e]) {
+			i = e + 1
+			continue
+		}
 		if !isB64(s[i]) {
 			i++
 			continue
@@ -58,9 +64,15 @@ func encodedRuns(s string) []run {
 	return out
 }
 
-func isB64(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
-}
+func isB64(c byte) bool { return b64Chars[c] }
+
+// b64Chars are the bytes of base64 and base64url text (padding aside).
+var b64Chars = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_'
+	}
+	return t
+}()
 
 func isHexStr(s string) bool {
 	for i := 0; i < len(s); i++ {

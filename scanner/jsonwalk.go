@@ -1,0 +1,312 @@
+package scanner
+
+import (
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// jsonSegmentsFast is jsonSegments for a body that is one JSON value: a
+// single pass over the bytes that checks the syntax as json.Valid does and
+// gives the segments of the decoder's walk, without a token per value. It
+// reports false for anything else (not JSON, or a stream of values), and
+// the caller then walks with the decoder.
+func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
+	type frame struct {
+		obj  bool
+		path string // the path of the container itself
+		key  string
+		idx  int
+	}
+	// What may come next.
+	const (
+		wantValue        = iota // at the top, after a colon, after a comma in an array
+		wantValueOrClose        // after [
+		wantKeyOrClose          // after {
+		wantKey                 // after a comma in an object
+		wantColon               // after a key
+		wantCommaOrClose        // after a value in a container
+		wantEnd                 // after the top value
+	)
+	var (
+		stack   []frame
+		out     []*segment
+		scratch []byte
+		state   = wantValue
+	)
+	// elemPath is the path of the value about to be read in the top frame.
+	elemPath := func() string {
+		if len(stack) == 0 {
+			return "json:$"
+		}
+		f := &stack[len(stack)-1]
+		if f.obj {
+			if plainKey(f.key) {
+				return f.path + "." + f.key
+			}
+			return f.path + "[" + strconv.Quote(f.key) + "]"
+		}
+		return f.path + "[" + strconv.Itoa(f.idx) + "]"
+	}
+	// valueDone advances the enclosing container past a value.
+	valueDone := func() {
+		n := len(stack)
+		if n == 0 {
+			state = wantEnd
+			return
+		}
+		if !stack[n-1].obj {
+			stack[n-1].idx++
+		}
+		state = wantCommaOrClose
+	}
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			i++
+			continue
+		}
+		isValue := state == wantValue || state == wantValueOrClose
+		switch {
+		case c == ',' && state == wantCommaOrClose:
+			state = wantValue
+			if stack[len(stack)-1].obj {
+				state = wantKey
+			}
+			i++
+		case c == ':' && state == wantColon:
+			state = wantValue
+			i++
+		case (c == '}' && (state == wantKeyOrClose || state == wantCommaOrClose && stack[len(stack)-1].obj)) ||
+			(c == ']' && (state == wantValueOrClose || state == wantCommaOrClose && !stack[len(stack)-1].obj)):
+			stack = stack[:len(stack)-1]
+			valueDone()
+			i++
+		case (c == '{' || c == '[') && isValue:
+			stack = append(stack, frame{obj: c == '{', path: elemPath()})
+			state = wantValueOrClose
+			if c == '{' {
+				state = wantKeyOrClose
+			}
+			i++
+		case c == '"' && (isValue || state == wantKey || state == wantKeyOrClose):
+			end, esc := stringEnd(b, i)
+			if end < 0 {
+				return nil, false
+			}
+			raw := b[i+1 : end]
+			i = end + 1
+			if state == wantKey || state == wantKeyOrClose {
+				f := &stack[len(stack)-1]
+				if esc {
+					scratch = appendUnquoted(scratch[:0], raw)
+					f.key = string(scratch)
+				} else {
+					f.key = string(raw)
+				}
+				state = wantColon
+				continue
+			}
+			scratch = scratch[:0]
+			if n := len(stack); n > 0 && stack[n-1].obj {
+				scratch = append(append(scratch, stack[n-1].key...), ": "...)
+			}
+			if esc {
+				scratch = appendUnquoted(scratch, raw)
+			} else {
+				scratch = append(scratch, raw...)
+			}
+			out = append(out, &segment{where: elemPath(), chain: chain, text: string(scratch), body: true})
+			valueDone()
+		case isValue:
+			n := scalarEnd(b, i)
+			if n < 0 {
+				return nil, false
+			}
+			i = n
+			valueDone()
+		default:
+			return nil, false
+		}
+	}
+	if state != wantEnd {
+		return nil, false
+	}
+	return out, true
+}
+
+// scalarEnd returns the end of the number or literal at b[i], -1 when there
+// is none or it runs into something other than a delimiter.
+func scalarEnd(b []byte, i int) int {
+	for _, lit := range []string{"true", "false", "null"} {
+		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+			return delimited(b, i+len(lit))
+		}
+	}
+	j := i
+	digits := func() bool {
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j > k
+	}
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case !digits():
+		return -1
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		if !digits() {
+			return -1
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if !digits() {
+			return -1
+		}
+	}
+	return delimited(b, j)
+}
+
+// delimited returns j when b ends there or a delimiter follows, else -1.
+func delimited(b []byte, j int) int {
+	if j < len(b) && !jsonDelim[b[j]] {
+		return -1
+	}
+	return j
+}
+
+// jsonDelim are the bytes that end a number or a literal.
+var jsonDelim = func() (t [256]bool) {
+	for _, c := range " \t\n\r,:{}[]\"" {
+		t[c] = true
+	}
+	return t
+}()
+
+// stringEnd returns the index of the quote that closes the string opened at
+// b[i], and whether the string needs unquoting (escapes or bytes that are
+// not ASCII); -1 when it is not closed or not valid (a control byte, an
+// unknown escape).
+func stringEnd(b []byte, i int) (int, bool) {
+	esc := false
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j, esc
+		case c == '\\':
+			esc = true
+			if j+1 >= len(b) {
+				return -1, esc
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				if getu4(b[j:]) < 0 {
+					return -1, esc
+				}
+				j += 5
+			default:
+				return -1, esc
+			}
+		case c < ' ':
+			return -1, esc
+		case c >= utf8.RuneSelf:
+			esc = true
+		}
+	}
+	return -1, esc
+}
+
+// appendUnquoted appends the JSON string body s (without its quotes), decoded
+// as encoding/json decodes it: invalid UTF-8 and lone surrogates become
+// U+FFFD.
+func appendUnquoted(dst, s []byte) []byte {
+	for r := 0; r < len(s); {
+		c := s[r]
+		switch {
+		case c == '\\':
+			if r+1 >= len(s) {
+				return append(dst, s[r:]...) // not valid JSON: json.Valid has refused it
+			}
+			switch s[r+1] {
+			case '"', '\\', '/', '\'':
+				dst = append(dst, s[r+1])
+				r += 2
+			case 'b':
+				dst, r = append(dst, '\b'), r+2
+			case 'f':
+				dst, r = append(dst, '\f'), r+2
+			case 'n':
+				dst, r = append(dst, '\n'), r+2
+			case 'r':
+				dst, r = append(dst, '\r'), r+2
+			case 't':
+				dst, r = append(dst, '\t'), r+2
+			case 'u':
+				rr := getu4(s[r:])
+				if rr < 0 {
+					return append(dst, s[r:]...)
+				}
+				r += 6
+				if utf16.IsSurrogate(rr) {
+					if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
+						r += 6
+						dst = utf8.AppendRune(dst, dec)
+						break
+					}
+					rr = unicode.ReplacementChar
+				}
+				dst = utf8.AppendRune(dst, rr)
+			default:
+				return append(dst, s[r:]...)
+			}
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			if rr == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, unicode.ReplacementChar)
+			} else {
+				dst = append(dst, s[r:r+size]...)
+			}
+			r += size
+		}
+	}
+	return dst
+}
+
+// getu4 decodes \uXXXX at the start of s, -1 when there is none.
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}

@@ -1,0 +1,91 @@
+package scanner
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// segView is what a segment shows the rules and the findings.
+type segView struct {
+	Where, Text string
+	Chain       []string
+	Body        bool
+}
+
+func views(segs []*segment) []segView {
+	var out []segView
+	for _, g := range segs {
+		out = append(out, segView{g.where, g.text, g.chain, g.body})
+	}
+	return out
+}
+
+// TestJSONSegmentsFast: the single-pass walk gives the decoder's segments,
+// escapes (surrogate pairs, lone surrogates, invalid UTF-8) and nesting included.
+func TestJSONSegmentsFast(t *testing.T) {
+	for _, tc := range []struct{ name, in string }{
+		{"chat", `{"model":"m","temperature":0.2,"stream":false,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`},
+		{"nesting", `{"a":[[1,"x",[{"b":{"c":["d",null,true,{"e":"f"}]}}]],"g"],"h":{}, "i":[]}`},
+		{"escapes", `{"k\"q":"a\\b\/c\n\t\r\b\f\u0041\u00e9\u20ac","x y":"\ud83d\ude00 pair","lone":"\ud800 hi \udc00","rev":"\udc00\ud800","bad":"\ud800\u0041"}`},
+		{"unicode", "{\"ключ\":\"значение \xf0\x9f\x98\x80\",\"1a\":\"v\",\"\":\"empty key\",\"_b2\":\"w\"}"},
+		{"invalid utf8", "{\"a\":\"x\xff\xfey\",\"b\xc3\":\"\xed\xa0\x80\"}"},
+		{"scalars", ` "top" `},
+		{"number top", `12.5e3`},
+		{"array top", ` [ "a" , 1 , -2.5E+3 , "b" ] `},
+		{"colon in value", `{"a":"b:c","d":["e",":"],"f":"\":"}`},
+		{"key then space", "{\"a\" \n : \"b\" , \"c\"\t:\"d\"}"},
+		{"stream", `{"a":"b"} {"c":"d"}`},
+		{"broken", `{"a":"b"`},
+		{"trailing", `{"a":"b"}]`},
+		{"empty", ``},
+		{"trailing comma", `{"a":"b",}`},
+		{"missing comma", `["a" "b"]`},
+		{"bad number", `{"a":01,"b":"c"}`},
+		{"bad literal", `["a",tru]`},
+		{"control byte", "[\"a\tb\"]"},
+		{"bad escape", `["\x41"]`},
+		{"short u", `["\u12"]`},
+		{"key in array", `["a":"b"]`},
+		{"value as key", `{"a":"b":"c"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chain := []string{"gzip"}
+			fast, okF := jsonSegments([]byte(tc.in), chain)
+			slow, okS := jsonSegmentsDecoder([]byte(tc.in), chain)
+			if okF != okS || !reflect.DeepEqual(views(fast), views(slow)) {
+				t.Fatalf("fast %v %+v\nslow %v %+v", okF, views(fast), okS, views(slow))
+			}
+		})
+	}
+	for _, in := range []string{`{"a":"b",}`, `["a" "b"]`, `[01]`, `[tru]`, "[\"\t\"]", `["\x"]`, `{"a":"b"} {}`, `[1,]`, `{"a"}`, `-`, `1.`, `1e`} {
+		if _, ok := jsonSegmentsFast([]byte(in), nil); ok {
+			t.Errorf("fast walk accepts %q", in)
+		}
+	}
+	// The fast walk is taken for valid JSON: a mutated walker would be seen.
+	if segs, ok := jsonSegmentsFast([]byte(`{"a":{"b c":["\u0041"]}}`), nil); !ok || len(segs) != 1 ||
+		segs[0].where != `json:$.a["b c"][0]` || segs[0].text != "A" {
+		t.Fatalf("fast walk: %v %+v", ok, views(segs))
+	}
+}
+
+// FuzzJSONSegments: on any input the walk agrees with the decoder's.
+func FuzzJSONSegments(f *testing.F) {
+	f.Add([]byte(`{"a":["b",{"c":"ZGF0YQ=="}]}`))
+	f.Add([]byte(`{"k\"":"\ud83d\ude00\ud800\u00e9","x":[1,{"y":null}]}`))
+	f.Add([]byte("[\"\xff\",\"\\ud800\\ud800\"]"))
+	f.Add([]byte(`{"a":1}{"b":2}`))
+	f.Add([]byte(`[-0.5e+7,true,false,null,{"a":{}},[],""]`))
+	f.Add([]byte(`[01, 1., .5, -, tru, "\x", "\u12", 1 2, {"a" "b"}, {"a":1,}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, ok := jsonSegmentsFast(b, nil); ok != json.Valid(b) {
+			t.Fatalf("fast walk ok %v, json.Valid %v", ok, !ok)
+		}
+		fast, okF := jsonSegments(b, nil)
+		slow, okS := jsonSegmentsDecoder(b, nil)
+		if okF != okS || !reflect.DeepEqual(views(fast), views(slow)) {
+			t.Fatalf("fast %v %+v\nslow %v %+v", okF, views(fast), okS, views(slow))
+		}
+	})
+}
