@@ -236,7 +236,9 @@ func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
 		return
 	}
-	if !g.scan(w, r, h.id, h.host, h.port) {
+	ok, done := g.scan(w, r, h.id, h.host, h.port)
+	defer done()
+	if !ok {
 		return
 	}
 	g.forward(w, r, h.id, d, "https", h.host, h.port)

@@ -37,7 +37,9 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
 		return
 	}
-	if !g.scan(w, r, id, host, port) {
+	ok, done := g.scan(w, r, id, host, port)
+	defer done()
+	if !ok {
 		return
 	}
 	g.forward(w, r, id, d, "http", host, port)

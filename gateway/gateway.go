@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/rules"
 )
@@ -73,6 +75,17 @@ type Gateway struct {
 	// replaces its phantom in requests to its bound hosts, after the scan.
 	// nil: none.
 	Credentials Credentials
+	// ScanMemory bounds the request bytes held for scanning at once, across
+	// all requests: a body is read into memory to be scanned, so without a
+	// bound many large uploads at once could exhaust the gateway. A request
+	// that cannot get its share within ScanWait is refused (503, scan-busy).
+	// Zero: unbounded.
+	ScanMemory int64
+	// ScanBodyLimit is what a body of unknown length reserves (the scanner's
+	// max_body_bytes). Zero: ScanMemory.
+	ScanBodyLimit int64
+	// ScanWait is how long a request may wait for scan memory. Zero: 10s.
+	ScanWait time.Duration
 	// OnScan, if set, is told how long each request's scan took (metrics).
 	OnScan func(d time.Duration)
 	// Logger nil: slog.Default().
@@ -81,6 +94,9 @@ type Gateway struct {
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes an inspected tunnel idle for this long. Zero: 2m.
 	IdleTimeout time.Duration
+
+	scanMemOnce sync.Once
+	scanMem     *semaphore.Weighted
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by tenant and dial allowances

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -22,16 +24,21 @@ type Scanner interface {
 
 var _ Scanner = (*scanner.Scanner)(nil)
 
-// ReasonScanFailed is sent when the scanner failed or ran out of time.
-const ReasonScanFailed = "scan-failed"
+// ReasonScanFailed is sent when the scanner failed or ran out of time;
+// ReasonScanBusy when the bytes already held for scanning left no room.
+const (
+	ReasonScanFailed = "scan-failed"
+	ReasonScanBusy   = "scan-busy"
+)
 
 // scan checks what a request carries before it is forwarded: it emits one
 // event per finding, refuses a blocked request (403 with the reason and the
 // incident id) and applies redactions to r. It reports false when it has
 // answered the client itself. Without a Scanner nothing is scanned.
-func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) bool {
+func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (ok bool, done func()) {
+	nop := func() {}
 	if g.Scanner == nil {
-		return true
+		return true, nop
 	}
 	// A WebSocket key is a random 16-byte nonce: it looks like a token to
 	// every entropy rule. A well-formed one is left out of the scan (it can
@@ -52,6 +59,20 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		req.Body = r.Body
 	}
 	req.PhantomAllowed = g.phantomAllowed(r, id, host, port)
+	release, ok := g.reserveScanMemory(r)
+	if !ok {
+		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanBusy,
+			host: host, port: port, msg: "the gateway is scanning as much as it may hold; retry shortly"})
+		return false, nop
+	}
+	// The share is held until the request has been forwarded (the caller's
+	// done), since the scanned bytes stay in memory until then.
+	held := true
+	defer func() {
+		if held {
+			release()
+		}
+	}()
 	start := time.Now()
 	res, err := g.Scanner.Scan(r.Context(), req)
 	if g.OnScan != nil {
@@ -61,7 +82,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		g.logger().Warn("scan failed", logTenant, id.Tenant, logHost, host, logErr, err)
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanFailed,
 			host: host, port: port, path: "", msg: "the request could not be checked; nothing was forwarded"})
-		return false
+		return false, nop
 	}
 	incident := ""
 	for _, f := range res.Findings {
@@ -92,7 +113,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusForbidden)
 		fmt.Fprintf(w, "sluice: %s: the request carried what policy forbids sending to %s; nothing was forwarded\n", res.Reason, host)
-		return false
+		return false, nop
 	}
 	if res.URL != nil {
 		r.URL = res.URL
@@ -111,7 +132,35 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			r.TransferEncoding = nil
 		}
 	}
-	return true
+	held = false
+	return true, release
+}
+
+// reserveScanMemory takes r's share of ScanMemory: its Content-Length, or
+// ScanBodyLimit when unknown, never more than the whole. Requests without a
+// body take nothing.
+func (g *Gateway) reserveScanMemory(r *http.Request) (release func(), ok bool) {
+	if g.ScanMemory <= 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return func() {}, true
+	}
+	g.scanMemOnce.Do(func() { g.scanMem = semaphore.NewWeighted(g.ScanMemory) })
+	n := r.ContentLength
+	if n < 0 {
+		n = g.ScanBodyLimit
+	}
+	if n <= 0 || n > g.ScanMemory {
+		n = g.ScanMemory
+	}
+	wait := g.ScanWait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	if err := g.scanMem.Acquire(ctx, n); err != nil {
+		return nil, false
+	}
+	return func() { g.scanMem.Release(n) }, true
 }
 
 // withoutWebSocketKey returns h without a well-formed Sec-WebSocket-Key

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -77,5 +78,55 @@ func TestWebSocketKeyIsNotAFinding(t *testing.T) {
 	}
 	if code := send(fake); code != 403 {
 		t.Fatalf("a token in the WebSocket key header passed: %d", code)
+	}
+}
+
+// Bodies are held in memory while scanned: with ScanMemory taken by one
+// upload in progress, the next waits, and is refused when no room comes.
+func TestScanMemoryIsBounded(t *testing.T) {
+	w := newWorld(t)
+	entered, unblock := make(chan struct{}, 2), make(chan struct{})
+	w.gw.Scanner = failingScanner{ScanFn: func(ctx context.Context, req *scanner.Request) (*scanner.Result, error) {
+		entered <- struct{}{}
+		<-unblock
+		return &scanner.Result{Body: req.Body, BodyLen: -1}, nil
+	}}
+	w.gw.ScanMemory = 1 << 20
+	w.gw.ScanWait = 300 * time.Millisecond
+	post := func(n int) (*http.Response, error) {
+		return w.acme().Post(w.url("api.example.test", "/v1/upload"), "text/plain", strings.NewReader(strings.Repeat("x", n)))
+	}
+	first := make(chan error, 1)
+	go func() {
+		resp, err := post(900 << 10)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				err = fmt.Errorf("first upload: %d %s", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
+			}
+		}
+		first <- err
+	}()
+	<-entered // the first upload holds 900 KiB of the 1 MiB
+	resp, err := post(200 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Sluice-Reason") != "scan-busy" {
+		t.Fatalf("second upload while memory is taken: %d %q, want 503 scan-busy", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
+	}
+	close(unblock)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// Room again: the same upload passes now.
+	resp, err = post(200 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload after the first finished: %d %s", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
 	}
 }

@@ -15,9 +15,12 @@ const (
 	DefaultAdminAddr    = "127.0.0.1:8080"
 	DefaultDataDir      = "./sluice-data"
 	DefaultMaxBodyBytes = ByteSize(10 << 20)
-	DefaultTenant       = "default"
-	DefaultClass        = "agent"
-	DefaultTokenFile    = "default.token"
+	// DefaultMaxInflightBytes bounds the request bytes held for scanning at
+	// once, across all requests.
+	DefaultMaxInflightBytes = ByteSize(256 << 20)
+	DefaultTenant           = "default"
+	DefaultClass            = "agent"
+	DefaultTokenFile        = "default.token"
 
 	OnOversizeBlock   = "block"
 	OnOversizeForward = "forward"
@@ -81,6 +84,10 @@ type Scanning struct {
 	// OnOversize is what happens to a larger body: OnOversizeBlock (default) or
 	// OnOversizeForward.
 	OnOversize string `yaml:"on_oversize"`
+	// MaxInflightBytes bounds the request bytes held for scanning at once,
+	// across all requests; a request that finds no room within a few seconds
+	// is refused (503, scan-busy). Default DefaultMaxInflightBytes.
+	MaxInflightBytes ByteSize `yaml:"max_inflight_bytes"`
 	// DecodeDepth is how many layers of base64, base64url, hex and percent
 	// encoding the scanner peels: 0 its default (2), -1 none, at most MaxDecodeDepth.
 	DecodeDepth int `yaml:"decode_depth"`
@@ -218,6 +225,7 @@ func (c *Config) applyDefaults() {
 	set("data_dir", func() { c.DataDir = DefaultDataDir })
 	set("scanning.max_body_bytes", func() { c.Scanning.MaxBodyBytes = DefaultMaxBodyBytes })
 	set("scanning.on_oversize", func() { c.Scanning.OnOversize = OnOversizeBlock })
+	set("scanning.max_inflight_bytes", func() { c.Scanning.MaxInflightBytes = DefaultMaxInflightBytes })
 	set("store.retention", func() { c.Store.Retention = DefaultRetention })
 	set("dashboard.session_ttl", func() { c.Dashboard.SessionTTL = DefaultSessionTTL })
 	for _, t := range c.Tenants {

@@ -65,6 +65,9 @@ func (v *validator) config() {
 		}
 	}
 	v.upstreamHosts()
+	if c.Scanning.MaxInflightBytes <= 0 {
+		v.fail("scanning.max_inflight_bytes", "must be positive, such as 256MiB")
+	}
 	if c.Scanning.MaxBodyBytes <= 0 {
 		v.fail("scanning.max_body_bytes", "must be positive, such as 10MiB")
 	}

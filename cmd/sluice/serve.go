@@ -84,7 +84,10 @@ func (s *Server) Open() error {
 		RootCAs: roots,
 		Events:  s.withAlerts(s.events),
 		OnScan:  s.ops.metrics.ObserveScan,
-		Logger:  s.Logger,
+		// Bodies are held in memory while scanned: bound them all together.
+		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
+		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
+		Logger:        s.Logger,
 	}
 	// The scanner's rules are compiled once, here: a bad rule pack is a
 	// start-up error, and no request is forwarded unscanned.
