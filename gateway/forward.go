@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
@@ -165,4 +166,22 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix) *http.Transport
 	}
 	g.transports[key] = t
 	return t
+}
+
+// SetRootCAs replaces the roots that verify upstream TLS while the gateway
+// serves (a config reload). It forgets the upstream transports, so that the
+// next request dials afresh and verifies with p. Their idle connections are
+// closed; requests already under way finish on theirs, which then close (or,
+// at worst, idle out after IdleConnTimeout on the forgotten transport). It is
+// also how a change of the dialer's static hosts reaches pooled connections.
+// nil: the system roots.
+func (g *Gateway) SetRootCAs(p *x509.CertPool) {
+	g.mu.Lock()
+	g.RootCAs = p
+	old := g.transports
+	g.transports = nil
+	g.mu.Unlock()
+	for _, t := range old {
+		t.CloseIdleConnections()
+	}
 }

@@ -64,7 +64,8 @@ type Gateway struct {
 	Leaf func(tenant, host string) (*tls.Certificate, error)
 	// Dialer is required: it is the only way upstream.
 	Dialer Dialer
-	// RootCAs verifies upstream TLS. nil: the system roots.
+	// RootCAs verifies upstream TLS. nil: the system roots. Set it before
+	// serving; while serving, replace it only with SetRootCAs.
 	RootCAs *x509.CertPool
 	// Events receives refusals. nil: discarded.
 	Events EventSink
@@ -99,7 +100,7 @@ type Gateway struct {
 	scanMem     *semaphore.Weighted
 
 	mu         sync.Mutex
-	transports map[string]*http.Transport // by tenant and dial allowances
+	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs is read under mu
 	tunnels    map[*tunnel]struct{}
 	draining   bool
 	server     *http.Server

@@ -56,7 +56,12 @@ func (g *Gateway) webSocketWriter(w http.ResponseWriter, r *http.Request, id rul
 // scan: the scanner's body limit (scanning.max_body_bytes), or 1 MiB when the
 // Scanner is not Sluice's own.
 func (g *Gateway) wsMaxMessage() int64 {
-	if s, ok := g.Scanner.(*scanner.Scanner); ok {
+	sc := g.Scanner
+	// A holder that swaps Sluice's scanner on reload hands out the current one.
+	if h, ok := sc.(interface{ Current() *scanner.Scanner }); ok {
+		sc = h.Current()
+	}
+	if s, ok := sc.(*scanner.Scanner); ok && s != nil {
 		if s.MaxBodyBytes > 0 {
 			return s.MaxBodyBytes
 		}

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/netip"
 	"os"
 	"os/signal"
-	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // policyHolder is the gateway's Policy: the current engine, swapped atomically on
@@ -93,7 +93,7 @@ type reloader struct {
 	// Gateway, when set, re-checks open tunnels after a swap.
 	Gateway policyChanger
 	// Applied, when set, applies the rest of a reloaded config that takes
-	// effect without a restart (credentials) after the swap.
+	// effect without a restart (upstream, scanner, credentials) after the swap.
 	Applied func(cfg *rules.Config)
 	// Interval between polls of the file (mtime, size, then content hash). Zero: 2s.
 	Interval time.Duration
@@ -193,7 +193,9 @@ func (r *reloader) Reload(why string) bool {
 	return true
 }
 
-// warnRestartOnly logs the settings a reload does not apply.
+// warnRestartOnly logs the settings a reload does not apply: upstream and
+// scanning apply live (applyReload); listeners, the CA settings and the
+// scan-memory bound do not.
 func (r *reloader) warnRestartOnly(cfg *rules.Config) {
 	old := r.current
 	if old == nil {
@@ -203,14 +205,17 @@ func (r *reloader) warnRestartOnly(cfg *rules.Config) {
 	if old.Listen != cfg.Listen {
 		changed = append(changed, "listen")
 	}
-	if !maps.Equal(old.Upstream.Hosts, cfg.Upstream.Hosts) || !slices.Equal(old.Upstream.ExtraRoots, cfg.Upstream.ExtraRoots) {
-		changed = append(changed, "upstream")
-	}
 	if old.CA != cfg.CA {
 		changed = append(changed, "ca")
 	}
-	if !reflect.DeepEqual(old.Scanning, cfg.Scanning) {
-		changed = append(changed, "scanning")
+	// The gateway's bound on the bytes held for scanning is a semaphore
+	// sized once; bodies of unknown length reserve the max_body_bytes of
+	// start-up from it (the scanner itself applies the new limit).
+	if old.Scanning.MaxInflightBytes != cfg.Scanning.MaxInflightBytes {
+		changed = append(changed, "scanning.max_inflight_bytes")
+	}
+	if old.Scanning.MaxBodyBytes != cfg.Scanning.MaxBodyBytes && old.Scanning.MaxInflightBytes > 0 {
+		changed = append(changed, "scanning.max_body_bytes")
 	}
 	if len(changed) > 0 {
 		r.Logger.Warn("policy reloaded, but these settings apply only after a restart", "keys", changed)
@@ -238,5 +243,62 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *rules.Config, error) {
 			return nil, nil, fmt.Errorf("tenant %s: %w", t, err)
 		}
 	}
+	roots, err := upstreamRoots(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := s.reloadScanner(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Everything that can fail has been built: applyReload only swaps.
+	s.staged = &stagedReload{cfg: cfg, hosts: engine.UpstreamHosts(), roots: roots, scanner: sc}
 	return engine, cfg, nil
+}
+
+// stagedReload is what loadPolicy built for applyReload. Both run under the
+// reloader's lock, one reload at a time.
+type stagedReload struct {
+	cfg     *rules.Config
+	hosts   map[string]netip.Addr
+	roots   *x509.CertPool
+	scanner *scanner.Scanner
+}
+
+// reloadScanner compiles the reloaded config's scanner. It keeps the running
+// scanner's fingerprint key, canaries and phantoms, so that fingerprints,
+// issued canaries and minted phantoms stay valid.
+func (s *Server) reloadScanner(cfg *rules.Config) (*scanner.Scanner, error) {
+	sc, err := buildScanner(cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	if s.scanner != nil {
+		cur := s.scanner.Current()
+		sc.Key, sc.Canaries, sc.Phantoms = cur.Key, cur.Canaries, cur.Phantoms
+	}
+	return sc, nil
+}
+
+// applyReload is the reloader's Applied: after the policy swap it installs
+// what loadPolicy built for cfg — upstream.hosts in the dialer, the upstream
+// roots (dropping pooled upstream connections when either changed), the
+// scanner — then the credentials.
+func (s *Server) applyReload(cfg *rules.Config) {
+	if st := s.staged; st != nil && st.cfg == cfg {
+		s.staged = nil
+		upstreamChanged := false
+		if s.dialer != nil && !maps.Equal(s.dialer.cur.Load().Hosts, st.hosts) {
+			s.dialer.setHosts(st.hosts)
+			upstreamChanged = true
+		}
+		if s.gw != nil && (upstreamChanged || !st.roots.Equal(s.roots)) {
+			s.roots = st.roots
+			s.gw.SetRootCAs(st.roots)
+		}
+		if s.scanner != nil {
+			s.scanner.swap(st.scanner)
+		}
+	}
+	s.applyCredentials(cfg)
 }

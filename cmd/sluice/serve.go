@@ -46,6 +46,13 @@ type Server struct {
 	alerts *alert.Sink // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
 	phantoms *phantom.Registry
+	// dialer and scanner are the gateway's, swapped on reload (swap.go);
+	// roots are the upstream roots in use. staged is what loadPolicy built for
+	// the reload under way (reload.go).
+	dialer  *dialerHolder
+	scanner *scannerHolder
+	roots   *x509.CertPool
+	staged  *stagedReload
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -77,10 +84,12 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.policy = newPolicyHolder(engine)
+	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger})
+	s.roots = roots
 	s.gw = &gateway.Gateway{
 		Policy:  s.policy,
 		Leaf:    s.leaf,
-		Dialer:  s.countBytes(&guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger}),
+		Dialer:  s.countBytes(s.dialer),
 		RootCAs: roots,
 		Events:  s.withAlerts(s.events),
 		OnScan:  s.ops.metrics.ObserveScan,
@@ -89,13 +98,15 @@ func (s *Server) Open() error {
 		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
 		Logger:        s.Logger,
 	}
-	// The scanner's rules are compiled once, here: a bad rule pack is a
-	// start-up error, and no request is forwarded unscanned.
+	// The scanner's rules are compiled here (and again by each reload,
+	// before anything is swapped): a bad rule pack is a start-up error, and
+	// no request is forwarded unscanned.
 	sc, err := newScanner(cfg)
 	if err != nil {
 		return err
 	}
-	s.gw.Scanner = sc
+	s.scanner = newScannerHolder(sc)
+	s.gw.Scanner = s.scanner
 	if err := s.openCredentials(sc); err != nil {
 		return err
 	}
@@ -107,7 +118,7 @@ func (s *Server) Open() error {
 		}
 	}
 	if cfg.Path != "" {
-		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyCredentials, Logger: s.Logger}
+		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyReload, Logger: s.Logger}
 		s.reload.start(cfg)
 	}
 	if err := s.openRuns(); err != nil {
