@@ -3,12 +3,16 @@
 // The topology, all in namespaces created for the test (the root namespace is never touched):
 //
 //	sandbox 192.0.2.2/24 ──veth── 192.0.2.1/24 gateway 198.51.100.1/24 ──veth── 198.51.100.2/24 internet
+//	        2001:db8:1::2/64       2001:db8:1::1/64        2001:db8:2::1/64        2001:db8:2::2/64
 //
 // The sandbox's default route points at the gateway, but the gateway does not forward
 // (ip_forward=0 and an nftables forward chain that drops everything), so the only way out of
 // the sandbox is a process listening in the gateway namespace. The gateway routes
 // 203.0.113.0/24, 10.77.0.0/16 and 169.254.169.254/32 to the internet namespace, where tests add
 // upstream addresses with [World.AddUpstreamAddr] and serve on them with [World.ServeUpstream].
+// IPv6 works the same way: the IPv6 documentation range 2001:db8::/32 plays TEST-NET (Sluice's
+// guard allows it), 2001:db8:2::/64 is on-link between gateway and internet, and any other IPv6
+// upstream address (a ULA, the IPv6 metadata address fd00:ec2::254) gets a /128 route.
 package testnet
 
 import (
@@ -51,13 +55,20 @@ var (
 	gatewayInternetAddr = netip.MustParseAddr("198.51.100.1")
 	internetAddr        = netip.MustParseAddr("198.51.100.2")
 
+	sandboxAddr6         = netip.MustParseAddr("2001:db8:1::2")
+	gatewaySandboxAddr6  = netip.MustParseAddr("2001:db8:1::1")
+	gatewayInternetAddr6 = netip.MustParseAddr("2001:db8:2::1")
+	internetAddr6        = netip.MustParseAddr("2001:db8:2::2")
+
 	// routedPrefixes are routed by the gateway to the internet namespace from the start;
-	// 198.51.100.0/24 is on-link. AddUpstreamAddr adds a /32 route for anything else.
+	// 198.51.100.0/24 and 2001:db8:2::/64 are on-link. AddUpstreamAddr adds a /32 or /128
+	// route for anything else.
 	routedPrefixes = []netip.Prefix{
 		netip.MustParsePrefix("198.51.100.0/24"),
 		netip.MustParsePrefix("203.0.113.0/24"),
 		netip.MustParsePrefix("10.77.0.0/16"),
 		netip.MustParsePrefix("169.254.169.254/32"),
+		netip.MustParsePrefix("2001:db8:2::/64"), // on-link
 	}
 )
 
@@ -232,6 +243,15 @@ type World struct {
 	// InternetAddr is 198.51.100.2, the internet namespace's link address.
 	InternetAddr netip.Addr
 
+	// SandboxAddr6 is 2001:db8:1::2, the sandbox's IPv6 address.
+	SandboxAddr6 netip.Addr
+	// GatewaySandboxAddr6 is 2001:db8:1::1, the gateway on the sandbox side over IPv6.
+	GatewaySandboxAddr6 netip.Addr
+	// GatewayInternetAddr6 is 2001:db8:2::1, the gateway on the internet side over IPv6.
+	GatewayInternetAddr6 netip.Addr
+	// InternetAddr6 is 2001:db8:2::2, the internet namespace's IPv6 link address.
+	InternetAddr6 netip.Addr
+
 	mu    sync.Mutex
 	addrs map[netip.Addr]bool // upstream addresses added so far
 }
@@ -272,7 +292,13 @@ func New(t testing.TB) *World {
 		GatewaySandboxAddr:  gatewaySandboxAddr,
 		GatewayInternetAddr: gatewayInternetAddr,
 		InternetAddr:        internetAddr,
-		addrs:               map[netip.Addr]bool{},
+
+		SandboxAddr6:         sandboxAddr6,
+		GatewaySandboxAddr6:  gatewaySandboxAddr6,
+		GatewayInternetAddr6: gatewayInternetAddr6,
+		InternetAddr6:        internetAddr6,
+
+		addrs: map[netip.Addr]bool{},
 	}
 	for _, p := range []struct {
 		ns     **NS
@@ -318,8 +344,20 @@ func (w *World) setup() error {
 		{"-n", in, "addr", "add", w.InternetAddr.String() + "/24", "dev", ifInternet},
 		{"-n", in, "link", "set", ifInternet, "up"},
 		{"-n", in, "route", "add", "default", "via", w.GatewayInternetAddr.String()},
+
+		// IPv6, with nodad so that the addresses are usable at once instead of after
+		// duplicate address detection (a second or more).
+		{"-n", sb, "-6", "addr", "add", w.SandboxAddr6.String() + "/64", "dev", ifSandbox, "nodad"},
+		{"-n", sb, "-6", "route", "add", "default", "via", w.GatewaySandboxAddr6.String()},
+		{"-n", gw, "-6", "addr", "add", w.GatewaySandboxAddr6.String() + "/64", "dev", ifGatewaySB, "nodad"},
+		{"-n", gw, "-6", "addr", "add", w.GatewayInternetAddr6.String() + "/64", "dev", ifGatewayInet, "nodad"},
+		{"-n", in, "-6", "addr", "add", w.InternetAddr6.String() + "/64", "dev", ifInternet, "nodad"},
+		{"-n", in, "-6", "route", "add", "default", "via", w.GatewayInternetAddr6.String()},
 	}
-	for _, p := range routedPrefixes[1:] { // the first one is on-link
+	for _, p := range routedPrefixes {
+		if p.Contains(w.GatewayInternetAddr) || p.Contains(w.GatewayInternetAddr6) {
+			continue // on-link
+		}
 		steps = append(steps, []string{"-n", gw, "route", "add", p.String(), "via", w.InternetAddr.String()})
 	}
 	for _, s := range steps {
@@ -352,8 +390,11 @@ func (w *World) setup() error {
 	return nil
 }
 
-// AddUpstreamAddr adds a to the internet namespace (on its lo) so that upstreams can listen on
-// it, and makes the gateway route it there. Adding an address twice is harmless. IPv4 only.
+// AddUpstreamAddr adds a to the internet namespace (IPv4 on its lo, IPv6 on its link) so that
+// upstreams can listen on it, and makes the gateway route it there. Adding an address twice is
+// harmless. a may be IPv4 or IPv6 (e.g. 2001:db8:2::10, a ULA, fd00:ec2::254); an IPv4-mapped address is added as the
+// IPv4 address it maps, since the kernel cannot assign ::ffff:a.b.c.d. Loopback, multicast,
+// link-local, unspecified and zoned addresses are refused: they cannot be an upstream's.
 func (w *World) AddUpstreamAddr(t testing.TB, a netip.Addr) {
 	t.Helper()
 	if err := w.addUpstreamAddr(a); err != nil {
@@ -363,15 +404,26 @@ func (w *World) AddUpstreamAddr(t testing.TB, a netip.Addr) {
 
 func (w *World) addUpstreamAddr(a netip.Addr) error {
 	a = a.Unmap()
-	if !a.Is4() {
-		return fmt.Errorf("add upstream address %s: only IPv4 is supported", a)
+	if !a.IsValid() || a.Zone() != "" || a.IsLoopback() || a.IsUnspecified() || a.IsMulticast() ||
+		(a.Is6() && a.IsLinkLocalUnicast()) {
+		return fmt.Errorf("add upstream address %s: not assignable as an upstream address", a)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.addrs[a] || a == w.InternetAddr {
+	if w.addrs[a] || a == w.InternetAddr || a == w.InternetAddr6 {
 		return nil
 	}
-	if _, err := ip("-n", w.Internet.Name, "addr", "add", a.String()+"/32", "dev", "lo"); err != nil {
+	host := netip.PrefixFrom(a, a.BitLen()).String()
+	add := []string{"-n", w.Internet.Name, "-4", "addr", "add", host, "dev", "lo"}
+	family, via := "-4", w.InternetAddr
+	if a.Is6() {
+		// On the link, not on lo: the internet namespace answers neighbour solicitations
+		// (for the on-link 2001:db8:2::/64) only for addresses on the soliciting link.
+		// nodad: usable at once, without duplicate address detection.
+		add = []string{"-n", w.Internet.Name, "-6", "addr", "add", host, "dev", ifInternet, "nodad"}
+		family, via = "-6", w.InternetAddr6
+	}
+	if _, err := ip(add...); err != nil {
 		return err
 	}
 	routed := false
@@ -379,7 +431,7 @@ func (w *World) addUpstreamAddr(a netip.Addr) error {
 		routed = routed || p.Contains(a)
 	}
 	if !routed {
-		if _, err := ip("-n", w.Gateway.Name, "route", "add", a.String()+"/32", "via", w.InternetAddr.String()); err != nil {
+		if _, err := ip("-n", w.Gateway.Name, family, "route", "add", host, "via", via.String()); err != nil {
 			return err
 		}
 	}

@@ -107,9 +107,9 @@ func helloHandler(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "hello from "+r.Host)
 }
 
-// ServeUpstream serves h in the internet namespace on addr (e.g. "198.51.100.10:443"; the
-// address is added with AddUpstreamAddr if needed). With tlsConfig nil it serves plain HTTP,
-// otherwise HTTPS with h2 and HTTP/1.1. A nil h answers 200 "hello from <host>". Every request
+// ServeUpstream serves h in the internet namespace on addr (e.g. "198.51.100.10:443" or
+// "[2001:db8:2::10]:443"; the address is added with AddUpstreamAddr if needed). With tlsConfig
+// nil it serves plain HTTP, otherwise HTTPS with h2 and HTTP/1.1. A nil h answers 200 "hello from <host>". Every request
 // is recorded (see Upstream.Seen) before h runs. The server stops in t.Cleanup.
 func (w *World) ServeUpstream(t testing.TB, addr string, tlsConfig *tls.Config, h http.Handler) *Upstream {
 	t.Helper()
@@ -140,6 +140,9 @@ func (w *World) ServeUpstream(t testing.TB, addr string, tlsConfig *tls.Config, 
 	host := u.Addr
 	if port := ln.Addr().(*net.TCPAddr).Port; port == defPort {
 		host = ap.Addr().String()
+		if ap.Addr().Is6() {
+			host = "[" + host + "]" // as a URL writes an IPv6 literal
+		}
 	}
 	u.URL = (&url.URL{Scheme: scheme, Host: host}).String()
 
