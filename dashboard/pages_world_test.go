@@ -110,7 +110,6 @@ func mustPageWorld(tb testing.TB, tweak ...func(*Options)) *pageWorld {
 type client struct {
 	w   *pageWorld
 	hc  *http.Client
-	ip  string
 	jar *cookiejar.Jar
 }
 

@@ -186,7 +186,7 @@ func TestRunsAPI(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("run token to the derived registry: %d", code)
 	}
-	tu, got := tlsGet(t, c, roots, "npm.registry.example.test")
+	_, got := tlsGet(t, c, roots, "npm.registry.example.test")
 	if got != 200 {
 		t.Fatalf("GET through the run's tunnel: %d", got)
 	}
@@ -205,7 +205,7 @@ func TestRunsAPI(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("first run after restart: %d", code)
 	}
-	tu, _ = tlsGet(t, c, roots, "npm.registry.example.test")
+	tu, _ := tlsGet(t, c, roots, "npm.registry.example.test")
 
 	// Ending the run closes its open tunnel and its token gets 407 at once.
 	if code := e.api(t, "tenant", "DELETE", "/api/runs/"+r.ID, nil, nil); code != 200 {

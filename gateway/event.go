@@ -10,15 +10,15 @@ import (
 // Reasons the gateway itself gives for a refusal, besides the policy's own
 // (rules.Reason*). They are sent in the Sluice-Reason header and counted.
 const (
-	ReasonAuthRequired       = "proxy-auth-required"
-	ReasonAddressNotAllowed  = "address-not-allowed"
-	ReasonDomainFronting     = "domain-fronting"
-	ReasonUpgradeNotAllowed  = "upgrade-not-allowed"
-	ReasonNotProxyRequest    = "not-a-proxy-request"
-	ReasonUpstreamTLS        = "upstream-tls-failed"
-	ReasonUpstreamUnreachble = "upstream-unreachable"
-	ReasonTLSHandshake       = "client-tls-failed"
-	ReasonCAUnavailable      = "ca-unavailable"
+	ReasonAuthRequired        = "proxy-auth-required"
+	ReasonAddressNotAllowed   = "address-not-allowed"
+	ReasonDomainFronting      = "domain-fronting"
+	ReasonUpgradeNotAllowed   = "upgrade-not-allowed"
+	ReasonNotProxyRequest     = "not-a-proxy-request"
+	ReasonUpstreamTLS         = "upstream-tls-failed"
+	ReasonUpstreamUnreachable = "upstream-unreachable"
+	ReasonTLSHandshake        = "client-tls-failed"
+	ReasonCAUnavailable       = "ca-unavailable"
 )
 
 // Event is one thing the gateway refused, blocked or flagged. It never holds a

@@ -115,7 +115,7 @@ func dialRefusal(id rules.Identity, err error, host string, port int, path strin
 		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamTLS
 		f.msg = "the upstream's certificate did not verify: " + tlsErr.Err.Error()
 	default:
-		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamUnreachble
+		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamUnreachable
 		f.msg = "could not reach the upstream: " + shortErr(err)
 	}
 	return f

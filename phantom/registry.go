@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -46,8 +45,6 @@ type Registry struct {
 	// Credentials are the tenants' credentials, by tenant. Set before the
 	// first call; SetCredentials replaces them later.
 	Credentials map[string][]*Credential
-	// Logger nil: slog.Default().
-	Logger *slog.Logger
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -59,13 +56,6 @@ type Registry struct {
 	uses    map[runKey][]*Use
 	byFP    map[string]string // phantom fingerprint -> credential name
 	lengths map[int]bool
-}
-
-func (r *Registry) logger() *slog.Logger {
-	if r.Logger != nil {
-		return r.Logger
-	}
-	return slog.Default()
 }
 
 // load initialises the registry once and rereads StoreFile when another

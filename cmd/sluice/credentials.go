@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/sluice-egress/sluice/phantom"
@@ -58,7 +57,7 @@ func (s *Server) openCredentials(sc *scanner.Scanner) error {
 		return err
 	}
 	creds, _ := phantomCredentials(s.Config) // checked
-	reg := &phantom.Registry{Dir: s.Config.DataPath(), Key: sc.Key, Credentials: creds, Logger: s.Logger}
+	reg := &phantom.Registry{Dir: s.Config.DataPath(), Key: sc.Key, Credentials: creds}
 	if err := mintTenantPhantoms(reg, creds); err != nil {
 		return err
 	}
@@ -160,7 +159,7 @@ func tenantPhantomEnv(cfg *rules.Config, tenant string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := &phantom.Registry{Dir: cfg.DataPath(), Key: key, Credentials: creds, Logger: slog.Default()}
+	reg := &phantom.Registry{Dir: cfg.DataPath(), Key: key, Credentials: creds}
 	return reg.Mint(tenant, "")
 }
 

@@ -348,7 +348,7 @@ func (e *Env) startGateway() error {
 	}
 	// As `sluice serve` does (openCredentials): a phantom registry in the data directory,
 	// here with no credentials, is both the scanner's PhantomSet and the gateway's swap.
-	reg := &phantom.Registry{Dir: cfg.DataPath(), Key: sc.Key, Logger: quiet}
+	reg := &phantom.Registry{Dir: cfg.DataPath(), Key: sc.Key}
 	sc.Phantoms = reg
 	e.gwScan = newGateway()
 	e.gwScan.Scanner = sc
