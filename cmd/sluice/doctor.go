@@ -142,12 +142,12 @@ func (d *doctor) control(ctx context.Context) []probe {
 	tr := &http.Transport{
 		Proxy: http.ProxyURL(d.Proxy),
 		TLSClientConfig: &tls.Config{
-			// Verified below, as the standard check would, after keeping the
+			RootCAs: roots,
+			// Runs after the standard verification succeeded: keeps the
 			// chain for the trust probe's report.
-			InsecureSkipVerify: true,
 			VerifyConnection: func(cs tls.ConnectionState) error {
 				chain = cs.PeerCertificates
-				return verifyChain(cs.PeerCertificates, cs.ServerName, roots)
+				return nil
 			},
 		},
 	}
@@ -165,6 +165,7 @@ func (d *doctor) control(ctx context.Context) []probe {
 	switch {
 	case err != nil:
 		ctrl.Detail = "request failed: " + clean(err)
+		chain = failedLeaf(err)
 	default:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
@@ -207,6 +208,20 @@ func (d *doctor) trust(chain []*x509.Certificate, roots *x509.CertPool, src stri
 	p.OK = true
 	p.Detail = fmt.Sprintf("leaf for %s issued by %q verifies against %s", host, leaf.Issuer.CommonName, src)
 	return p
+}
+
+// failedLeaf is the certificate a failed verification names, so that the
+// trust probe can say who issued it; nil for other failures.
+func failedLeaf(err error) []*x509.Certificate {
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) && ua.Cert != nil {
+		return []*x509.Certificate{ua.Cert}
+	}
+	var he x509.HostnameError
+	if errors.As(err, &he) && he.Certificate != nil {
+		return []*x509.Certificate{he.Certificate}
+	}
+	return nil
 }
 
 // verifyChain checks a peer chain for host against roots.
