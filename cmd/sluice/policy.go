@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,10 +11,14 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/store"
 )
 
 const policyUsage = "sluice policy explain|check|presets (see sluice help)"
@@ -79,8 +84,39 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 			return nil, nil, err
 		}
 	}
-	p, err := rules.ResolvePolicy(rules.PolicyInput{Config: cfg, Tenant: pf.tenant, Class: pf.class, Derivation: d})
+	grants, err := storedGrants(cfg, pf.tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := rules.ResolvePolicy(rules.PolicyInput{Config: cfg, Tenant: pf.tenant, Class: pf.class, Derivation: d,
+		Grants: grants, Now: time.Now()})
 	return p, d, err
+}
+
+// storedGrants reads the tenant's approved, unexpired access requests from
+// the data directory's store, when there is one: they are part of the
+// effective policy. It never creates a store.
+func storedGrants(cfg *rules.Config, tenant string) ([]rules.Grant, error) {
+	path := filepath.Join(cfg.DataPath(), store.FileName)
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	st, err := store.Open(context.Background(), path)
+	if err != nil {
+		return nil, fmt.Errorf("read grants: %w", err)
+	}
+	defer st.Close()
+	active, err := st.ActiveGrants(context.Background(), time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("read grants: %w", err)
+	}
+	var out []rules.Grant
+	for _, x := range active {
+		if x.Tenant == tenant {
+			out = append(out, dashboard.GrantOf(x))
+		}
+	}
+	return out, nil
 }
 
 func runPolicyExplain(args []string, stdout, stderr io.Writer) error {

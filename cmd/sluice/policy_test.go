@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluice-egress/sluice/store"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -97,4 +100,37 @@ tenants:
 			t.Errorf("unknown tenant: exit %d", code)
 		}
 	})
+}
+
+// An approved access request is part of the effective policy: explain and
+// check show it, with the grant as its origin, until it expires.
+func TestPolicyShowsStoredGrants(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfg, []byte("data_dir: data\ntenants:\n  acme:\n    token_env: ACME_TOKEN_UNSET\n    classes: {agent: {allow: []}}\n  globex:\n    token_env: GLOBEX_TOKEN_UNSET\n    classes: {agent: {allow: []}}\n"), 0o600)
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	if code, out, _ := runCLI(t, "policy", "check", "--config", cfg, "--tenant", "acme", "https://granted.example.test/"); code == 0 && !strings.Contains(out, "deny") {
+		t.Fatalf("before any grant: %d %s", code, out)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(dir, "data", store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := st.CreateAccessRequest(context.Background(), store.AccessRequest{Tenant: "acme", Host: "granted.example.test",
+		Justification: "docs", ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DecideAccessRequest(context.Background(), req.ID, store.AccessDecision{Approve: true, Reviewer: "rev", Reason: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	code, out, errs := runCLI(t, "policy", "explain", "--config", cfg, "--tenant", "acme")
+	if code != 0 || !strings.Contains(out, "granted.example.test") || !strings.Contains(out, req.ID) {
+		t.Fatalf("explain does not show the grant %s: %d %s %s", req.ID, code, out, errs)
+	}
+	if _, out, _ := runCLI(t, "policy", "explain", "--config", cfg, "--tenant", "globex"); strings.Contains(out, "granted.example.test") {
+		t.Fatalf("acme's grant shows in globex's policy:\n%s", out)
+	}
 }
