@@ -437,6 +437,18 @@ func TestBypassInsideTunnel(t *testing.T) {
 			raw: "POST /v1/x HTTP/1.1\r\nHost: " + a + "\r\nX-HTTP-Method-Override: DELETE\r\nContent-Length: 0\r\n\r\n", want: []string{"403 method-not-allowed"}},
 		{name: "method override in the query", host: "api.example.test",
 			raw: "POST /v1/x?_method=delete HTTP/1.1\r\nHost: " + a + "\r\nContent-Length: 0\r\n\r\n", want: []string{"403 method-not-allowed"}},
+		{name: "method override in a form body", host: "api.example.test",
+			raw: "POST /v1/x HTTP/1.1\r\nHost: " + a + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 27\r\n\r\nname=widget&_method=DELETE&", want: []string{"403 method-not-allowed"}},
+		{name: "form body without an override", host: "api.example.test",
+			raw: "POST /v1/x HTTP/1.1\r\nHost: " + a + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\n\r\nname=widget", want: []string{"200 "},
+			upstream: func(r seenReq) string {
+				if r.body != "name=widget" {
+					return "body " + strconv.Quote(r.body)
+				}
+				return ""
+			}},
+		{name: "malformed form body", host: "api.example.test",
+			raw: "POST /v1/x HTTP/1.1\r\nHost: " + a + "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 6\r\n\r\na=%zz&", want: []string{"403 method-not-allowed"}},
 		{name: "method override to an allowed method", host: "api.example.test",
 			raw: "POST /v1/x HTTP/1.1\r\nHost: " + a + "\r\nX-HTTP-Method: GET\r\nContent-Length: 0\r\n\r\n", want: []string{"200 "}},
 		{name: "lower-case method", host: "api.example.test",
