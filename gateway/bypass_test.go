@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -206,17 +205,7 @@ func newBypassWorld(t *testing.T) *bypassWorld {
 		Events:  b.sink,
 		Scanner: &scanner.Scanner{},
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.proxyAddr = l.Addr().String()
-	go b.gw.Serve(l)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		b.gw.Shutdown(ctx)
-	})
+	b.proxyAddr = serveOnLoopback(t, b.gw)
 	return b
 }
 

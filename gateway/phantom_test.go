@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -114,17 +113,7 @@ func newPhantomWorld(t *testing.T, real string) *phantomWorld {
 		Scanner:     &scanner.Scanner{Key: key, Phantoms: reg},
 		Credentials: reg,
 	}
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.proxy = pl.Addr().String()
-	go w.gw.Serve(pl)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		w.gw.Shutdown(ctx)
-	})
+	w.proxy = serveOnLoopback(t, w.gw)
 	return w
 }
 

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/tls"
@@ -113,17 +112,7 @@ func newWSWorld(t *testing.T, sc gateway.Scanner) *wsWorld {
 		Events:  w.sink,
 		Scanner: sc,
 	}
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.proxyAddr = pl.Addr().String()
-	go w.gw.Serve(pl)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		w.gw.Shutdown(ctx)
-	})
+	w.proxyAddr = serveOnLoopback(t, w.gw)
 	return w
 }
 

@@ -169,18 +169,25 @@ func newWorld(t testing.TB) *world {
 		RootCAs: roots,
 		Events:  w.sink,
 	}
+	w.proxyAddr = serveOnLoopback(t, w.gw)
+	return w
+}
+
+// serveOnLoopback serves gw on a fresh loopback port until the test ends and
+// returns its address.
+func serveOnLoopback(t testing.TB, gw *gateway.Gateway) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.proxyAddr = l.Addr().String()
-	go w.gw.Serve(l)
+	go gw.Serve(l)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		w.gw.Shutdown(ctx)
+		gw.Shutdown(ctx)
 	})
-	return w
+	return l.Addr().String()
 }
 
 func withoutLoopback(ps []netip.Prefix) []netip.Prefix {
