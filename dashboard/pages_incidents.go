@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -52,7 +53,7 @@ func filterFrom(q url.Values) (store.IncidentFilter, error) {
 
 type incidentsData struct {
 	Filter    map[string]string
-	Incidents []store.Incident
+	Incidents []incident.Incident
 	// Next is the query string of the following page, "" on the last.
 	Next template.URL
 	// First is the query string of the first page (the filters alone).
@@ -80,7 +81,7 @@ func (p *pages) incidents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := incidentsData{Filter: map[string]string{}, Incidents: page.Incidents, Paged: f.After != "",
-		Triages: store.TriageStates, Actions: []string{"block", "redact", "alert"}}
+		Triages: incident.TriageStates, Actions: []string{"block", "redact", "alert"}}
 	keep := url.Values{}
 	for _, k := range incidentFilterKeys {
 		if v := q.Get(k); v != "" {
@@ -97,8 +98,8 @@ func (p *pages) incidents(w http.ResponseWriter, r *http.Request) {
 }
 
 type incidentData struct {
-	In      store.Incident
-	Same    []store.Incident
+	In      incident.Incident
+	Same    []incident.Incident
 	History []store.TriageChange
 	Triages []string
 	Scheme  string
@@ -106,14 +107,14 @@ type incidentData struct {
 
 // getIncident loads an incident the principal may see; another tenant's
 // is ErrNotFound, as if it did not exist.
-func (p *pages) getIncident(r *http.Request) (store.Incident, error) {
+func (p *pages) getIncident(r *http.Request) (incident.Incident, error) {
 	id := chi.URLParam(r, "id")
 	in, err := p.o.Store.GetIncident(r.Context(), id)
 	if err != nil {
 		return in, err
 	}
 	if pr, _ := PrincipalFrom(r.Context()); !pr.SeesTenant(in.Tenant) {
-		return store.Incident{}, fmt.Errorf("%w: incident %s", store.ErrNotFound, id)
+		return incident.Incident{}, fmt.Errorf("%w: incident %s", store.ErrNotFound, id)
 	}
 	return in, nil
 }
@@ -124,7 +125,7 @@ func (p *pages) incident(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	d := incidentData{In: in, Triages: store.TriageStates, Scheme: schemeFor(in.Port)}
+	d := incidentData{In: in, Triages: incident.TriageStates, Scheme: schemeFor(in.Port)}
 	if in.Fingerprint != "" && in.Tenant != "" {
 		same, err := p.o.Store.SameFingerprint(r.Context(), in.Tenant, in.Fingerprint, 21)
 		if err != nil {
@@ -168,11 +169,11 @@ func (p *pages) triage(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, fmt.Errorf("%w: the note is longer than %d bytes", errBadInput, maxNote))
 		return
 	}
-	if state == store.TriageFalsePositive && note == "" {
+	if state == incident.TriageFalsePositive && note == "" {
 		p.fail(w, r, fmt.Errorf("%w: a false positive needs a reason", errBadInput))
 		return
 	}
-	if propose != "" && state != store.TriageFalsePositive {
+	if propose != "" && state != incident.TriageFalsePositive {
 		p.fail(w, r, fmt.Errorf("%w: only a false positive can propose a change", errBadInput))
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -164,7 +165,7 @@ func TestSessionExpires(t *testing.T) {
 func TestTriage(t *testing.T) {
 	w := mustPageWorld(t)
 	now := time.Now().UTC()
-	w.insert(store.Incident{ID: "inc_1", Time: now, Tenant: "acme", Class: "agent", Kind: "secret", Reason: "secret-detected",
+	w.insert(incident.Incident{ID: "inc_1", Time: now, Tenant: "acme", Class: "agent", Kind: "secret", Reason: "secret-detected",
 		Action: "block", Host: "api.example.test", Port: 443, Method: "POST", Path: "/v1/x", Rule: "github-pat",
 		Where: "header:Authorization", Decoding: "base64", Snippet: "ghp_****", Fingerprint: "fp1"})
 	state := func() string {
@@ -172,7 +173,7 @@ func TestTriage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return in.Triage
+		return in.Triage.State
 	}
 	viewer, reviewer, admin := w.client(), w.client(), w.client()
 	vt, rt, at := viewer.mustLogin("vera"), reviewer.mustLogin("rex"), admin.mustLogin("ada")
@@ -266,13 +267,13 @@ func TestHostileIncidentIsInert(t *testing.T) {
 func TestIncidentFiltersAndPaging(t *testing.T) {
 	w := mustPageWorld(t)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var ins []store.Incident
+	var ins []incident.Incident
 	for i := range 130 {
 		host := "a.example.test"
 		if i%2 == 1 {
 			host = "b.example.test"
 		}
-		ins = append(ins, store.Incident{ID: fmt.Sprintf("inc_%03d", i), Time: base.Add(time.Duration(i) * time.Minute),
+		ins = append(ins, incident.Incident{ID: fmt.Sprintf("inc_%03d", i), Time: base.Add(time.Duration(i) * time.Minute),
 			Tenant: "acme", Kind: "deny", Reason: "host-not-allowed", Action: "block", Host: host, Port: 443})
 	}
 	w.insert(ins...)
@@ -390,7 +391,7 @@ func TestAccessPage(t *testing.T) {
 
 func TestHAR(t *testing.T) {
 	w := mustPageWorld(t)
-	w.insert(store.Incident{ID: "inc_h", Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Tenant: "acme", Kind: "secret",
+	w.insert(incident.Incident{ID: "inc_h", Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Tenant: "acme", Kind: "secret",
 		Reason: "secret-detected", Action: "block", Host: "api.example.test", Port: 8443, Method: "POST", Path: "/v1/chat",
 		Rule: "openai-key", Where: "json:$.key", Snippet: "sk-****", Fingerprint: "fp"})
 	c := w.client()
@@ -435,9 +436,9 @@ func TestOverview(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
 	w := mustPageWorld(t, func(o *Options) { o.Now = func() time.Time { return now } })
 	w.insert(
-		store.Incident{ID: "inc_1", Time: now.Add(-time.Hour), Tenant: "acme", Kind: "deny", Action: "block", Host: "x.example.test"},
-		store.Incident{ID: "inc_2", Time: now.Add(-2 * time.Hour), Tenant: "globex", Kind: "secret", Action: "alert", Rule: "aws-key", Host: "y.example.test"},
-		store.Incident{ID: "inc_3", Time: now.Add(-48 * time.Hour), Tenant: "acme", Kind: "secret", Action: "block", Rule: "old-rule", Host: "z.example.test"},
+		incident.Incident{ID: "inc_1", Time: now.Add(-time.Hour), Tenant: "acme", Kind: "deny", Action: "block", Host: "x.example.test"},
+		incident.Incident{ID: "inc_2", Time: now.Add(-2 * time.Hour), Tenant: "globex", Kind: "secret", Action: "alert", Rule: "aws-key", Host: "y.example.test"},
+		incident.Incident{ID: "inc_3", Time: now.Add(-48 * time.Hour), Tenant: "acme", Kind: "secret", Action: "block", Rule: "old-rule", Host: "z.example.test"},
 	)
 	c := w.client()
 	c.mustLogin("vera")
@@ -502,8 +503,8 @@ func assertInert(t *testing.T, page string) {
 
 func TestPagesAPIAuth(t *testing.T) {
 	w := mustPageWorld(t)
-	w.insert(store.Incident{ID: "inc_a", Time: time.Now(), Tenant: "acme", Kind: "deny", Action: "block", Host: "a.example.test"},
-		store.Incident{ID: "inc_g", Time: time.Now(), Tenant: "globex", Kind: "deny", Action: "block", Host: "g.example.test"})
+	w.insert(incident.Incident{ID: "inc_a", Time: time.Now(), Tenant: "acme", Kind: "deny", Action: "block", Host: "a.example.test"},
+		incident.Incident{ID: "inc_g", Time: time.Now(), Tenant: "globex", Kind: "deny", Action: "block", Host: "g.example.test"})
 	c := w.client()
 	basic := func(user, pw string) string {
 		req, _ := http.NewRequest("GET", "/", nil)

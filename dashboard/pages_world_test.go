@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -181,7 +182,7 @@ func (c *client) mustLogin(user string) string {
 	return csrfOf(c.w.t, c.get("/").body)
 }
 
-func (w *pageWorld) insert(ins ...store.Incident) {
+func (w *pageWorld) insert(ins ...incident.Incident) {
 	w.t.Helper()
 	if err := w.store.InsertIncidents(context.Background(), ins); err != nil {
 		w.t.Fatal(err)
@@ -189,9 +190,9 @@ func (w *pageWorld) insert(ins ...store.Incident) {
 }
 
 // hostile is an incident whose every text field is an attack on the page.
-func hostileIncident(id string, at time.Time) store.Incident {
+func hostileIncident(id string, at time.Time) incident.Incident {
 	const x = `<script>document.title='pwned'</script><img src=//evil.example.test/x.png onerror=alert(1)>![a](https://evil.example.test/md.png)`
-	return store.Incident{ID: id, Time: at, Tenant: "acme", Class: "agent", Run: "run_<b>x</b>", Kind: "secret",
+	return incident.Incident{ID: id, Time: at, Tenant: "acme", Class: "agent", Run: "run_<b>x</b>", Kind: "secret",
 		Reason: "secret-detected", Action: "block", Host: "evil.example.test", Port: 443, Method: "POST",
 		Path: "/\"><script>alert(2)</script>", Client: "10.0.0.9", Rule: "rule<img src=//evil.example.test/r.png>",
 		Where: "json:$.x<style>body{display:none}</style>", Decoding: "base64 > <iframe src=//evil.example.test>",

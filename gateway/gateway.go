@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -87,6 +88,12 @@ type Gateway struct {
 	ScanBodyLimit int64
 	// ScanWait is how long a request may wait for scan memory. Zero: 10s.
 	ScanWait time.Duration
+	// MaxWebSocketMessage is the largest WebSocket message, counted with
+	// its framing, held for a scan (the scanner's body limit): a larger one
+	// closes the WebSocket, never forwarded in part. Zero: 1 MiB. Set it
+	// before serving; while serving, change it only with
+	// SetMaxWebSocketMessage.
+	MaxWebSocketMessage int64
 	// OnScan, if set, is told how long each request's scan took (metrics).
 	OnScan func(d time.Duration)
 	// Logger nil: slog.Default().
@@ -100,7 +107,7 @@ type Gateway struct {
 	scanMem     *semaphore.Weighted
 
 	mu         sync.Mutex
-	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs is read under mu
+	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs and MaxWebSocketMessage are read under mu
 	tunnels    map[*tunnel]struct{}
 	draining   bool
 	server     *http.Server
@@ -201,20 +208,26 @@ type refusal struct {
 // refuse answers with the status and Sluice-Reason, records the event and
 // logs it. The body is one line of text.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
-	incident := g.record(r.Context(), r, f)
-	w.Header().Set("Sluice-Reason", f.reason)
-	if incident != "" {
-		w.Header().Set("Sluice-Incident", incident)
+	writeRefusal(w, f.status, f.reason, g.record(r.Context(), r, f), f.msg)
+}
+
+// writeRefusal is the one place a refusal is written: the status, the
+// Sluice-Reason and (when one was recorded) Sluice-Incident headers, and a
+// body of one line of text.
+func writeRefusal(w http.ResponseWriter, status int, reason, incidentID, msg string) {
+	w.Header().Set("Sluice-Reason", reason)
+	if incidentID != "" {
+		w.Header().Set("Sluice-Incident", incidentID)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if f.status == http.StatusForbidden || f.status == http.StatusBadGateway {
+	if status == http.StatusForbidden || status == http.StatusBadGateway {
 		// Refused inside a tunnel: do not let the client reuse a connection
 		// whose peer we just refused.
 		w.Header().Set("Connection", "close")
 	}
-	w.WriteHeader(f.status)
-	fmt.Fprintf(w, "sluice: %s: %s\n", f.reason, f.msg)
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "sluice: %s: %s\n", reason, msg)
 }
 
 // record emits the event for a refusal and logs it; it returns the incident id.
@@ -231,10 +244,10 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) string
 			path = r.URL.Path
 		}
 	}
-	e := Event{
+	e := incident.Incident{
 		Time: time.Now(), Tenant: f.id.Tenant, Class: f.id.Class, Run: f.id.Run,
 		Kind: "deny", Reason: f.reason, Action: "block",
-		Host: host, Port: port, Method: method, Path: eventPath(path),
+		Host: host, Port: port, Method: method, Path: incident.RedactPath(path),
 	}
 	if r != nil {
 		e.Client = r.RemoteAddr

@@ -2,10 +2,11 @@ package gateway
 
 import (
 	"net/http"
-	"time"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Credentials finds the phantom credentials a run (or a tenant, run "")
@@ -127,16 +128,10 @@ func (g *Gateway) credentials(w http.ResponseWriter, r *http.Request, id rules.I
 // where its phantom belongs: it got hold of a real one.
 func (g *Gateway) alertRealCredential(r *http.Request, id rules.Identity, host string, port int, u *phantom.Use, fp string) {
 	where, _ := u.Where()
-	e := Event{
-		Time: time.Now(), Tenant: id.Tenant, Class: id.Class, Run: id.Run,
-		Kind: KindCredential, Reason: ReasonRealCredential, Action: "alert",
-		Host: host, Port: port, Method: r.Method, Path: eventPath(r.URL.Path), Client: r.RemoteAddr,
-		Rule: ReasonRealCredential + ":" + u.Credential.Name, Where: where,
-		Snippet: "a value of the credential's kind that is not its phantom", Fingerprint: fp,
-	}
-	inc := g.events().Emit(r.Context(), e)
-	g.logger().Warn("real credential instead of its phantom", logTenant, id.Tenant, logClass, id.Class, logHost, host,
-		"credential", u.Credential.Name, "fingerprint", fp, "incident", inc)
+	g.recordFinding(r.Context(), r, id, host, port, incident.RedactPath(r.URL.Path), scanner.Finding{
+		Kind: KindCredential, Rule: ReasonRealCredential + ":" + u.Credential.Name, Where: where,
+		Snippet: "a value of the credential's kind that is not its phantom", Fingerprint: fp, Action: scanner.Alert,
+	})
 }
 
 // apply swaps phantoms for real secrets in the outgoing request.

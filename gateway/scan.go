@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -86,33 +85,17 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	}
 	incident := ""
 	for _, f := range res.Findings {
-		e := Event{
-			Time: time.Now(), Tenant: id.Tenant, Class: id.Class, Run: id.Run,
-			Kind: f.Kind, Reason: findingReason(f), Action: f.Action.String(),
-			Host: host, Port: port, Method: r.Method, Path: res.Path, Client: r.RemoteAddr,
-			Rule: f.Rule, Where: f.Where, Decoding: f.Decoding, Snippet: f.Snippet, Fingerprint: f.Fingerprint,
-		}
-		inc := g.events().Emit(r.Context(), e)
+		inc := g.recordFinding(r.Context(), r, id, host, port, res.Path, f)
 		if incident == "" && f.Action == res.Verdict {
 			incident = inc
 		}
-		g.logger().Info("finding", logTenant, id.Tenant, logClass, id.Class, logHost, host, logPort, port,
-			"kind", f.Kind, "rule", f.Rule, "where", f.Where, "decoding", f.Decoding,
-			"action", f.Action.String(), "fingerprint", f.Fingerprint, "incident", inc)
 	}
 	if res.Verdict == scanner.Block {
 		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
 			c.Close()
 		}
-		w.Header().Set("Sluice-Reason", res.Reason)
-		if incident != "" {
-			w.Header().Set("Sluice-Incident", incident)
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Connection", "close")
-		w.WriteHeader(http.StatusForbidden)
-		fmt.Fprintf(w, "sluice: %s: the request carried what policy forbids sending to %s; nothing was forwarded\n", res.Reason, host)
+		writeRefusal(w, http.StatusForbidden, res.Reason, incident,
+			"the request carried what policy forbids sending to "+host+"; nothing was forwarded")
 		return false, nop
 	}
 	if res.URL != nil {
@@ -176,21 +159,6 @@ func withoutWebSocketKey(h http.Header) (http.Header, string) {
 	c := h.Clone()
 	c.Del("Sec-WebSocket-Key")
 	return c, vs[0]
-}
-
-// findingReason is the Sluice-Reason a finding would give.
-func findingReason(f scanner.Finding) string {
-	switch f.Kind {
-	case scanner.KindCanary:
-		return "canary-detected"
-	case scanner.KindPhantom:
-		return scanner.RulePhantom
-	case scanner.KindExfilLink:
-		return "exfil-link"
-	case scanner.KindOversize:
-		return "body-too-large"
-	}
-	return "secret-detected"
 }
 
 // scannedBody forwards what the scanner returned and closes the original.

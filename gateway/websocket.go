@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -52,22 +53,23 @@ func (g *Gateway) webSocketWriter(w http.ResponseWriter, r *http.Request, id rul
 	return &wsResponseWriter{ResponseWriter: w, s: &wsSession{g: g, r: r, id: id, host: host, port: port, max: g.wsMaxMessage()}}
 }
 
-// wsMaxMessage is the largest message (counted with its framing) held for a
-// scan: the scanner's body limit (scanning.max_body_bytes), or 1 MiB when the
-// Scanner is not Sluice's own.
+// wsMaxMessage is MaxWebSocketMessage, or its default.
 func (g *Gateway) wsMaxMessage() int64 {
-	sc := g.Scanner
-	// A holder that swaps Sluice's scanner on reload hands out the current one.
-	if h, ok := sc.(interface{ Current() *scanner.Scanner }); ok {
-		sc = h.Current()
-	}
-	if s, ok := sc.(*scanner.Scanner); ok && s != nil {
-		if s.MaxBodyBytes > 0 {
-			return s.MaxBodyBytes
-		}
-		return scanner.DefaultMaxBodyBytes
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.MaxWebSocketMessage > 0 {
+		return g.MaxWebSocketMessage
 	}
 	return wsDefaultMaxMessage
+}
+
+// SetMaxWebSocketMessage changes MaxWebSocketMessage while the gateway
+// serves (a reload of the scanner's body limit); WebSockets already open
+// keep theirs.
+func (g *Gateway) SetMaxWebSocketMessage(n int64) {
+	g.mu.Lock()
+	g.MaxWebSocketMessage = n
+	g.mu.Unlock()
 }
 
 // wsResponseWriter hands ReverseProxy a checked connection when it hijacks.
@@ -290,51 +292,36 @@ func (s *wsSession) check(where string, data []byte) ([]byte, error) {
 	blocked := res.Verdict == scanner.Block || res.Verdict == scanner.Redact
 	reason := res.Reason
 	for _, f := range res.Findings {
-		action := f.Action
-		if action == scanner.Redact {
-			action = scanner.Block
+		if f.Action == scanner.Redact {
+			f.Action = scanner.Block
 		}
-		if reason == "" && action == scanner.Block {
-			reason = findingReason(f)
+		if reason == "" && f.Action == scanner.Block {
+			reason = scanner.KindReason(f.Kind)
 		}
-		w := where
 		if f.Where != "" && f.Where != "body" {
-			w += "/" + f.Where
+			f.Where = where + "/" + f.Where
+		} else {
+			f.Where = where
 		}
-		e := Event{
-			Time: time.Now(), Tenant: id.Tenant, Class: id.Class, Run: id.Run,
-			Kind: f.Kind, Reason: findingReason(f), Action: action.String(),
-			Host: s.host, Port: s.port, Method: r.Method, Path: eventPath(r.URL.Path), Client: r.RemoteAddr,
-			Rule: f.Rule, Where: w, Decoding: f.Decoding, Snippet: f.Snippet, Fingerprint: f.Fingerprint,
-		}
-		inc := g.events().Emit(ctx, e)
-		g.logger().Info("finding", logTenant, id.Tenant, logClass, id.Class, logHost, s.host, logPort, s.port,
-			"kind", f.Kind, "rule", f.Rule, "where", w, "decoding", f.Decoding,
-			"action", action.String(), "fingerprint", f.Fingerprint, "incident", inc)
+		g.recordFinding(ctx, r, id, s.host, s.port, incident.RedactPath(r.URL.Path), f)
 	}
 	if !blocked {
 		return nil, nil
 	}
 	if reason == "" {
-		reason = "secret-detected"
+		reason = scanner.ReasonSecret
 	}
 	return s.close(wsClosePolicy, reason)
 }
 
 // oversize refuses a message over the limit: it is never forwarded in part.
 func (s *wsSession) oversize() ([]byte, error) {
-	g, r, id := s.g, s.r, s.id
-	ctx := context.WithoutCancel(r.Context())
-	where := "websocket:message[" + strconv.Itoa(s.n) + "]"
-	e := Event{
-		Time: time.Now(), Tenant: id.Tenant, Class: id.Class, Run: id.Run,
-		Kind: scanner.KindOversize, Reason: "body-too-large", Action: scanner.Block.String(),
-		Host: s.host, Port: s.port, Method: r.Method, Path: eventPath(r.URL.Path), Client: r.RemoteAddr,
-		Rule: scanner.RuleOversize, Where: where, Snippet: fmt.Sprintf("message over %d bytes", s.max),
-	}
-	inc := g.events().Emit(ctx, e)
-	g.logger().Info("websocket message too large", logTenant, id.Tenant, logHost, s.host, "limit", s.max, "incident", inc)
-	return s.close(wsCloseTooBig, "body-too-large")
+	r := s.r
+	s.g.recordFinding(context.WithoutCancel(r.Context()), r, s.id, s.host, s.port, incident.RedactPath(r.URL.Path), scanner.Finding{
+		Kind: scanner.KindOversize, Rule: scanner.RuleOversize, Where: "websocket:message[" + strconv.Itoa(s.n) + "]",
+		Snippet: fmt.Sprintf("message over %d bytes", s.max), Action: scanner.Block,
+	})
+	return s.close(wsCloseTooBig, scanner.ReasonOversize)
 }
 
 // protocolError closes a WebSocket whose frames the gateway cannot check.

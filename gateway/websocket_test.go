@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/internal/testnet"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
@@ -47,8 +48,8 @@ tenants:
             websocket: true
 `
 
-// wsMaxMessage is the scanner's body limit in these tests, and so the
-// largest WebSocket message the gateway holds.
+// wsMaxMessage is the scanner's body limit in these tests, and the
+// gateway's MaxWebSocketMessage: the largest message it holds.
 const wsMaxMessage = 64 << 10
 
 // wsWorld is a gateway with a real scanner in front of a WebSocket echo
@@ -111,6 +112,8 @@ func newWSWorld(t *testing.T, sc gateway.Scanner) *wsWorld {
 		RootCAs: upCA.Pool(),
 		Events:  w.sink,
 		Scanner: sc,
+
+		MaxWebSocketMessage: wsMaxMessage,
 	}
 	w.proxyAddr = serveOnLoopback(t, w.gw)
 	return w
@@ -183,10 +186,10 @@ func (w *wsWorld) seen(name string) wsSeen {
 
 // wsEvents returns the events from index from on about WebSocket frames.
 // (The upgrade request itself is scanned as any request is.)
-func (w *wsWorld) wsEvents(from int) []gateway.Event {
+func (w *wsWorld) wsEvents(from int) []incident.Incident {
 	w.sink.mu.Lock()
 	defer w.sink.mu.Unlock()
-	var out []gateway.Event
+	var out []incident.Incident
 	for _, e := range w.sink.events[from:] {
 		if strings.HasPrefix(e.Where, "websocket:") {
 			out = append(out, e)

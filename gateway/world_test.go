@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/internal/testnet"
 	"github.com/sluice-egress/sluice/rules"
 )
@@ -344,10 +345,10 @@ func (w *world) connect(user, token, authority string) (net.Conn, *http.Response
 // recordingSink keeps every event.
 type recordingSink struct {
 	mu     sync.Mutex
-	events []gateway.Event
+	events []incident.Incident
 }
 
-func (s *recordingSink) Emit(_ context.Context, e gateway.Event) string {
+func (s *recordingSink) Emit(_ context.Context, e incident.Incident) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, e)

@@ -173,8 +173,7 @@ type Result struct {
 	Findings []Finding
 	// Verdict is the strongest action among the findings (Pass when none).
 	Verdict Action
-	// Reason for a Block: "secret-detected", "canary-detected", "exfil-link"
-	// or "body-too-large".
+	// Reason for a Block: one of the Reason constants (KindReason).
 	Reason string
 	// Body is what to forward in place of the request body (the bytes read,
 	// redacted for Redact, followed by the unread rest of an oversize body
@@ -190,13 +189,34 @@ type Result struct {
 	Path string
 }
 
-// reasons by kind, strongest first.
-var reasonOrder = []struct{ kind, reason string }{
-	{KindCanary, "canary-detected"},
-	{KindPhantom, "phantom-misuse"},
-	{KindSecret, "secret-detected"},
-	{KindExfilLink, "exfil-link"},
-	{KindOversize, "body-too-large"},
+// Reasons a finding gives for a refusal (the Sluice-Reason header), by kind.
+const (
+	ReasonCanary    = "canary-detected"
+	ReasonPhantom   = "phantom-misuse"
+	ReasonSecret    = "secret-detected"
+	ReasonExfilLink = "exfil-link"
+	ReasonOversize  = "body-too-large"
+)
+
+// reasons is the one table of the reasons findings give, by kind, strongest
+// first: a blocked request gives the first one among its blocking findings.
+var reasons = []struct{ kind, reason string }{
+	{KindCanary, ReasonCanary},
+	{KindPhantom, ReasonPhantom},
+	{KindSecret, ReasonSecret},
+	{KindExfilLink, ReasonExfilLink},
+	{KindOversize, ReasonOversize},
+}
+
+// KindReason is the reason a finding of this kind gives; ReasonSecret for a
+// kind without its own.
+func KindReason(kind string) string {
+	for _, r := range reasons {
+		if r.kind == kind {
+			return r.reason
+		}
+	}
+	return ReasonSecret
 }
 
 // Scan reads the request's URL, headers and body (up to the limit) and
@@ -399,14 +419,14 @@ func hasBodyRedaction(fs []Finding) bool {
 }
 
 func reasonFor(fs []Finding) string {
-	for _, r := range reasonOrder {
+	for _, r := range reasons {
 		for _, f := range fs {
 			if f.Kind == r.kind && f.Action == Block {
 				return r.reason
 			}
 		}
 	}
-	return "secret-detected"
+	return ReasonSecret
 }
 
 // ScanText scans a file's or stdin's content: JSON is walked, anything else

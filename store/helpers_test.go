@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 // MustOpen opens a fresh store in a temporary directory.
@@ -20,7 +22,7 @@ func MustOpen(tb testing.TB) *Store {
 }
 
 // MustInsert stores incidents or fails the test.
-func MustInsert(tb testing.TB, s *Store, ins ...Incident) {
+func MustInsert(tb testing.TB, s *Store, ins ...incident.Incident) {
 	tb.Helper()
 	if err := s.InsertIncidents(context.Background(), ins); err != nil {
 		tb.Fatal(err)
@@ -31,13 +33,13 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // synth returns n incidents spread over tenants, kinds, rules and hosts, one
 // second apart starting at t0.
-func synth(n int) []Incident {
+func synth(n int) []incident.Incident {
 	tenants := []string{"acme", "globex", "initech"}
 	kinds := []string{"deny", "secret", "exfil-link"}
-	out := make([]Incident, n)
+	out := make([]incident.Incident, n)
 	for i := range out {
 		at := t0.Add(time.Duration(i) * time.Second)
-		in := Incident{
+		in := incident.Incident{
 			ID: NewID(PrefixIncident, at), Time: at,
 			Tenant: tenants[i%3], Class: "agent", Run: fmt.Sprintf("run_%d", i%7),
 			Kind: kinds[i%3], Reason: "host-not-allowed", Action: "block",

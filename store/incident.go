@@ -8,74 +8,26 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
-
-// Triage states of an incident.
-const (
-	TriageNew           = "new"
-	TriageAcknowledged  = "acknowledged"
-	TriageFalsePositive = "false-positive"
-	TriageResolved      = "resolved"
-)
-
-// TriageStates lists the valid triage states.
-var TriageStates = []string{TriageNew, TriageAcknowledged, TriageFalsePositive, TriageResolved}
-
-func validTriage(s string) bool {
-	for _, v := range TriageStates {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// Incident is one stored refusal, block or finding. It mirrors the
-// gateway's event and adds the id and the triage. It never holds a secret:
-// Snippet is redacted evidence, Fingerprint a keyed hash.
-type Incident struct {
-	ID          string
-	Time        time.Time
-	Tenant      string
-	Class       string
-	Run         string
-	Kind        string // "deny", "secret", …
-	Reason      string // "host-not-allowed", "secret-detected", …
-	Action      string // "block", "redact" or "alert"
-	Host        string
-	Port        int
-	Method      string
-	Path        string // never with the query string
-	Client      string
-	Rule        string
-	Where       string
-	Decoding    string
-	Snippet     string
-	Fingerprint string
-
-	// Triage is one of TriageStates; "" reads as TriageNew on insert.
-	Triage      string
-	TriageNote  string
-	TriageActor string
-	TriageTime  time.Time
-}
 
 const incidentColumns = `id, at, tenant, class, run, kind, reason, action, host, port, method, path, client,
 	rule, location, decoding, snippet, fingerprint, triage, triage_note, triage_actor, triage_at`
 
-func scanIncident(sc interface{ Scan(...any) error }) (Incident, error) {
-	var in Incident
+func scanIncident(sc interface{ Scan(...any) error }) (incident.Incident, error) {
+	var in incident.Incident
 	var at, tat int64
 	err := sc.Scan(&in.ID, &at, &in.Tenant, &in.Class, &in.Run, &in.Kind, &in.Reason, &in.Action, &in.Host,
 		&in.Port, &in.Method, &in.Path, &in.Client, &in.Rule, &in.Where, &in.Decoding, &in.Snippet,
-		&in.Fingerprint, &in.Triage, &in.TriageNote, &in.TriageActor, &tat)
-	in.Time, in.TriageTime = fromNanos(at), fromNanos(tat)
+		&in.Fingerprint, &in.Triage.State, &in.Triage.Note, &in.Triage.Actor, &tat)
+	in.Time, in.Triage.Time = fromNanos(at), fromNanos(tat)
 	return in, err
 }
 
 // InsertIncidents stores incidents in one transaction: all or none. Each
 // needs an ID (NewID(PrefixIncident, …)); a zero Time is now.
-func (s *Store) InsertIncidents(ctx context.Context, ins []Incident) error {
+func (s *Store) InsertIncidents(ctx context.Context, ins []incident.Incident) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: insert incidents: %w", err)
@@ -90,7 +42,7 @@ func (s *Store) InsertIncidents(ctx context.Context, ins []Incident) error {
 	return nil
 }
 
-func insertIncidents(ctx context.Context, tx *sql.Tx, ins []Incident, now time.Time) error {
+func insertIncidents(ctx context.Context, tx *sql.Tx, ins []incident.Incident, now time.Time) error {
 	st, err := tx.PrepareContext(ctx, `INSERT INTO incidents (`+incidentColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
@@ -104,15 +56,15 @@ func insertIncidents(ctx context.Context, tx *sql.Tx, ins []Incident, now time.T
 		if in.Time.IsZero() {
 			in.Time = now
 		}
-		if in.Triage == "" {
-			in.Triage = TriageNew
+		if in.Triage.State == "" {
+			in.Triage.State = incident.TriageNew
 		}
-		if !validTriage(in.Triage) {
-			return fmt.Errorf("%w: triage state %q", ErrInvalid, in.Triage)
+		if !incident.ValidTriage(in.Triage.State) {
+			return fmt.Errorf("%w: triage state %q", ErrInvalid, in.Triage.State)
 		}
 		if _, err := st.ExecContext(ctx, in.ID, nanos(in.Time), in.Tenant, in.Class, in.Run, in.Kind, in.Reason,
 			in.Action, in.Host, in.Port, in.Method, in.Path, in.Client, in.Rule, in.Where, in.Decoding,
-			in.Snippet, in.Fingerprint, in.Triage, in.TriageNote, in.TriageActor, nanos(in.TriageTime)); err != nil {
+			in.Snippet, in.Fingerprint, in.Triage.State, in.Triage.Note, in.Triage.Actor, nanos(in.Triage.Time)); err != nil {
 			return fmt.Errorf("store: insert incident %s: %w", in.ID, err)
 		}
 	}
@@ -120,13 +72,13 @@ func insertIncidents(ctx context.Context, tx *sql.Tx, ins []Incident, now time.T
 }
 
 // GetIncident returns one incident, or ErrNotFound.
-func (s *Store) GetIncident(ctx context.Context, id string) (Incident, error) {
+func (s *Store) GetIncident(ctx context.Context, id string) (incident.Incident, error) {
 	in, err := scanIncident(s.db.QueryRowContext(ctx, "SELECT "+incidentColumns+" FROM incidents WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
+		return incident.Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return Incident{}, fmt.Errorf("store: incident %s: %w", id, err)
+		return incident.Incident{}, fmt.Errorf("store: incident %s: %w", id, err)
 	}
 	return in, nil
 }
@@ -146,13 +98,13 @@ type IncidentFilter struct {
 
 // IncidentPage is one page of a listing.
 type IncidentPage struct {
-	Incidents []Incident
+	Incidents []incident.Incident
 	// Next is the cursor for the following page, "" when this was the last.
 	Next string
 }
 
 // Cursor is the paging position of an incident: its time and id.
-func (in Incident) Cursor() string {
+func Cursor(in incident.Incident) string {
 	return fmt.Sprintf("%d.%s", nanos(in.Time), in.ID)
 }
 
@@ -254,7 +206,7 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) (IncidentPa
 	}
 	if n := f.limit(); len(p.Incidents) > n {
 		p.Incidents = p.Incidents[:n]
-		p.Next = p.Incidents[n-1].Cursor()
+		p.Next = Cursor(p.Incidents[n-1])
 	}
 	return p, nil
 }
@@ -286,7 +238,7 @@ func (s *Store) ExplainList(ctx context.Context, f IncidentFilter) ([]string, er
 
 // TriageUpdate changes an incident's triage.
 type TriageUpdate struct {
-	// State is one of TriageStates.
+	// State is one of incident.TriageStates.
 	State string
 	// Note says why; it is kept in the history.
 	Note string
@@ -304,45 +256,45 @@ type TriageChange struct {
 
 // TriageIncident sets an incident's triage state and note, appends the
 // change to its history and to the audit log, all in one transaction.
-func (s *Store) TriageIncident(ctx context.Context, id string, u TriageUpdate) (Incident, error) {
-	if !validTriage(u.State) {
-		return Incident{}, fmt.Errorf("%w: triage state %q (want one of %s)", ErrInvalid, u.State, strings.Join(TriageStates, ", "))
+func (s *Store) TriageIncident(ctx context.Context, id string, u TriageUpdate) (incident.Incident, error) {
+	if !incident.ValidTriage(u.State) {
+		return incident.Incident{}, fmt.Errorf("%w: triage state %q (want one of %s)", ErrInvalid, u.State, strings.Join(incident.TriageStates, ", "))
 	}
 	if u.Actor == "" {
-		return Incident{}, fmt.Errorf("%w: triage needs an actor", ErrInvalid)
+		return incident.Incident{}, fmt.Errorf("%w: triage needs an actor", ErrInvalid)
 	}
 	now := s.now()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return Incident{}, fmt.Errorf("store: triage: %w", err)
+		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
 	}
 	defer tx.Rollback()
 	var from, tenant string
 	err = tx.QueryRowContext(ctx, "SELECT triage, tenant FROM incidents WHERE id = ?", id).Scan(&from, &tenant)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
+		return incident.Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
 	}
 	if err != nil {
-		return Incident{}, fmt.Errorf("store: triage: %w", err)
+		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE incidents SET triage = ?, triage_note = ?, triage_actor = ?, triage_at = ?
 		WHERE id = ?`, u.State, u.Note, u.Actor, now.UnixNano(), id); err != nil {
-		return Incident{}, fmt.Errorf("store: triage: %w", err)
+		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO triage_history (incident_id, at, actor, from_state, to_state, note)
 		VALUES (?, ?, ?, ?, ?, ?)`, id, now.UnixNano(), u.Actor, from, u.State, u.Note); err != nil {
-		return Incident{}, fmt.Errorf("store: triage: %w", err)
+		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
 	}
 	if _, err := appendAudit(ctx, tx, AuditEntry{Time: now, Actor: u.Actor, Action: "incident.triage", Tenant: tenant,
 		Target: id, Detail: from + " -> " + u.State}); err != nil {
-		return Incident{}, err
+		return incident.Incident{}, err
 	}
 	in, err := scanIncident(tx.QueryRowContext(ctx, "SELECT "+incidentColumns+" FROM incidents WHERE id = ?", id))
 	if err != nil {
-		return Incident{}, fmt.Errorf("store: triage: %w", err)
+		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Incident{}, fmt.Errorf("store: triage: commit: %w", err)
+		return incident.Incident{}, fmt.Errorf("store: triage: commit: %w", err)
 	}
 	return in, nil
 }

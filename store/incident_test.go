@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 func TestIncidentRoundTrip(t *testing.T) {
 	s := MustOpen(t)
 	ctx := context.Background()
-	in := Incident{
+	in := incident.Incident{
 		ID: NewID(PrefixIncident, t0), Time: t0.Add(123 * time.Nanosecond), Tenant: "acme", Class: "agent", Run: "run_1",
 		Kind: "secret", Reason: "secret-detected", Action: "block", Host: "api.example.test", Port: 443,
 		Method: "POST", Path: "/v1/chat", Client: "10.0.0.2:5555", Rule: "github-pat", Where: "header:Authorization",
@@ -24,17 +26,17 @@ func TestIncidentRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := in
-	want.Triage = TriageNew
+	want.Triage.State = incident.TriageNew
 	if got != want {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
 	if _, err := s.GetIncident(ctx, "inc_nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if err := s.InsertIncidents(ctx, []Incident{{Tenant: "acme"}}); !errors.Is(err, ErrInvalid) {
+	if err := s.InsertIncidents(ctx, []incident.Incident{{Tenant: "acme"}}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("incident without id: %v", err)
 	}
-	if err := s.InsertIncidents(ctx, []Incident{in}); err == nil {
+	if err := s.InsertIncidents(ctx, []incident.Incident{in}); err == nil {
 		t.Fatal("duplicate id accepted")
 	}
 }
@@ -48,27 +50,27 @@ func TestListIncidents(t *testing.T) {
 	tests := []struct {
 		name string
 		f    IncidentFilter
-		keep func(Incident) bool
+		keep func(incident.Incident) bool
 	}{
-		{"all", IncidentFilter{}, func(Incident) bool { return true }},
-		{"tenant", IncidentFilter{Tenant: "globex"}, func(i Incident) bool { return i.Tenant == "globex" }},
-		{"run", IncidentFilter{Run: "run_3"}, func(i Incident) bool { return i.Run == "run_3" }},
-		{"class", IncidentFilter{Class: "agent"}, func(i Incident) bool { return true }},
-		{"kind", IncidentFilter{Kind: "secret"}, func(i Incident) bool { return i.Kind == "secret" }},
-		{"rule", IncidentFilter{Rule: "rule-2"}, func(i Incident) bool { return i.Rule == "rule-2" }},
-		{"action", IncidentFilter{Action: "alert"}, func(i Incident) bool { return i.Action == "alert" }},
-		{"host", IncidentFilter{Host: "h4.example.test"}, func(i Incident) bool { return i.Host == "h4.example.test" }},
-		{"triage", IncidentFilter{Triage: TriageNew}, func(Incident) bool { return true }},
-		{"fingerprint", IncidentFilter{Fingerprint: "fp3"}, func(i Incident) bool { return i.Fingerprint == "fp3" }},
+		{"all", IncidentFilter{}, func(incident.Incident) bool { return true }},
+		{"tenant", IncidentFilter{Tenant: "globex"}, func(i incident.Incident) bool { return i.Tenant == "globex" }},
+		{"run", IncidentFilter{Run: "run_3"}, func(i incident.Incident) bool { return i.Run == "run_3" }},
+		{"class", IncidentFilter{Class: "agent"}, func(i incident.Incident) bool { return true }},
+		{"kind", IncidentFilter{Kind: "secret"}, func(i incident.Incident) bool { return i.Kind == "secret" }},
+		{"rule", IncidentFilter{Rule: "rule-2"}, func(i incident.Incident) bool { return i.Rule == "rule-2" }},
+		{"action", IncidentFilter{Action: "alert"}, func(i incident.Incident) bool { return i.Action == "alert" }},
+		{"host", IncidentFilter{Host: "h4.example.test"}, func(i incident.Incident) bool { return i.Host == "h4.example.test" }},
+		{"triage", IncidentFilter{Triage: incident.TriageNew}, func(incident.Incident) bool { return true }},
+		{"fingerprint", IncidentFilter{Fingerprint: "fp3"}, func(i incident.Incident) bool { return i.Fingerprint == "fp3" }},
 		{"time range", IncidentFilter{Since: t0.Add(100 * time.Second), Until: t0.Add(150 * time.Second)},
-			func(i Incident) bool {
+			func(i incident.Incident) bool {
 				return !i.Time.Before(t0.Add(100*time.Second)) && i.Time.Before(t0.Add(150*time.Second))
 			}},
 		{"tenant and kind in a range", IncidentFilter{Tenant: "acme", Kind: "deny", Since: t0.Add(30 * time.Second)},
-			func(i Incident) bool {
+			func(i incident.Incident) bool {
 				return i.Tenant == "acme" && i.Kind == "deny" && !i.Time.Before(t0.Add(30*time.Second))
 			}},
-		{"nothing matches", IncidentFilter{Tenant: "nobody"}, func(Incident) bool { return false }},
+		{"nothing matches", IncidentFilter{Tenant: "nobody"}, func(incident.Incident) bool { return false }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,7 +143,7 @@ func TestListUsesAnIndexForEveryFilter(t *testing.T) {
 	if _, err := s.DB().Exec("ANALYZE"); err != nil {
 		t.Fatal(err)
 	}
-	cursor := synth(300)[299].Cursor()
+	cursor := Cursor(synth(300)[299])
 	tests := []struct {
 		name  string
 		f     IncidentFilter
@@ -154,7 +156,7 @@ func TestListUsesAnIndexForEveryFilter(t *testing.T) {
 		{"rule", IncidentFilter{Rule: "rule-1"}, "incidents_rule"},
 		{"action", IncidentFilter{Action: "block"}, "incidents_action"},
 		{"host", IncidentFilter{Host: "h1.example.test"}, "incidents_host"},
-		{"triage", IncidentFilter{Triage: TriageNew}, "incidents_triage"},
+		{"triage", IncidentFilter{Triage: incident.TriageNew}, "incidents_triage"},
 		{"fingerprint", IncidentFilter{Fingerprint: "fp1"}, "incidents_fingerprint"},
 		{"time range", IncidentFilter{Since: t0, Until: t0.Add(time.Hour)}, "incidents_at"},
 		{"tenant, next page", IncidentFilter{Tenant: "acme", After: cursor}, "incidents_tenant"},
@@ -191,21 +193,21 @@ func TestTriage(t *testing.T) {
 	ctx := context.Background()
 	in := synth(1)[0]
 	MustInsert(t, s, in)
-	got, err := s.TriageIncident(ctx, in.ID, TriageUpdate{State: TriageFalsePositive, Note: "test fixture", Actor: "alice"})
+	got, err := s.TriageIncident(ctx, in.ID, TriageUpdate{State: incident.TriageFalsePositive, Note: "test fixture", Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Triage != TriageFalsePositive || got.TriageNote != "test fixture" || got.TriageActor != "alice" || got.TriageTime.IsZero() {
+	if got.Triage.State != incident.TriageFalsePositive || got.Triage.Note != "test fixture" || got.Triage.Actor != "alice" || got.Triage.Time.IsZero() {
 		t.Fatalf("after triage: %+v", got)
 	}
-	if _, err := s.TriageIncident(ctx, in.ID, TriageUpdate{State: TriageResolved, Actor: "bob"}); err != nil {
+	if _, err := s.TriageIncident(ctx, in.ID, TriageUpdate{State: incident.TriageResolved, Actor: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := s.TriageHistory(ctx, in.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h) != 2 || h[0].From != TriageNew || h[0].To != TriageFalsePositive || h[1].Actor != "bob" || h[1].To != TriageResolved {
+	if len(h) != 2 || h[0].From != incident.TriageNew || h[0].To != incident.TriageFalsePositive || h[1].Actor != "bob" || h[1].To != incident.TriageResolved {
 		t.Fatalf("history %+v", h)
 	}
 	audit, _ := s.ListAudit(ctx, AuditFilter{Tenant: in.Tenant})
@@ -214,13 +216,13 @@ func TestTriage(t *testing.T) {
 	}
 	for name, u := range map[string]TriageUpdate{
 		"unknown state": {State: "ignored", Actor: "alice"},
-		"no actor":      {State: TriageResolved},
+		"no actor":      {State: incident.TriageResolved},
 	} {
 		if _, err := s.TriageIncident(ctx, in.ID, u); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := s.TriageIncident(ctx, "inc_nope", TriageUpdate{State: TriageResolved, Actor: "a"}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.TriageIncident(ctx, "inc_nope", TriageUpdate{State: incident.TriageResolved, Actor: "a"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown incident: %v", err)
 	}
 }
@@ -230,7 +232,7 @@ func TestStats(t *testing.T) {
 	ctx := context.Background()
 	all := synth(90) // 90 seconds from t0
 	MustInsert(t, s, all...)
-	s.TriageIncident(ctx, all[1].ID, TriageUpdate{State: TriageFalsePositive, Actor: "a"}) // rule-1, secret, alert? i=1: alert no (odd)
+	s.TriageIncident(ctx, all[1].ID, TriageUpdate{State: incident.TriageFalsePositive, Actor: "a"}) // rule-1, secret, alert? i=1: alert no (odd)
 
 	t.Run("count over time", func(t *testing.T) {
 		cs, err := s.CountOverTime(ctx, IncidentFilter{Tenant: "acme"}, time.Minute)
@@ -305,7 +307,7 @@ func TestPrune(t *testing.T) {
 	pruneChunk = 70
 	all := synth(1200) // many delete chunks
 	MustInsert(t, s, all...)
-	s.TriageIncident(ctx, all[0].ID, TriageUpdate{State: TriageResolved, Actor: "a"})
+	s.TriageIncident(ctx, all[0].ID, TriageUpdate{State: incident.TriageResolved, Actor: "a"})
 	cut := all[1100].Time
 	r := &Retention{Store: s, MaxAge: time.Hour, Now: func() time.Time { return cut.Add(time.Hour) }}
 	n, err := r.Once(ctx)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 // TestListAtScale fills the table with SLUICE_STORE_SCALE rows (a million,
@@ -34,9 +36,9 @@ func TestListAtScale(t *testing.T) {
 	for name, f := range map[string]IncidentFilter{
 		"none": {}, "tenant": {Tenant: "acme"}, "run": {Run: "run_3"}, "kind": {Kind: "secret"},
 		"rule": {Rule: "rule-2"}, "action": {Action: "alert"}, "host": {Host: "h4.example.test"},
-		"triage": {Triage: TriageNew}, "fingerprint": {Fingerprint: "fp1"},
+		"triage": {Triage: incident.TriageNew}, "fingerprint": {Fingerprint: "fp1"},
 		"range": {Since: mid, Until: mid.Add(time.Hour)}, "tenant+range": {Tenant: "globex", Since: mid, Until: mid.Add(time.Hour)},
-		"tenant+kind": {Tenant: "acme", Kind: "deny"}, "deep page": {Tenant: "acme", After: Incident{ID: "inc_Z", Time: mid}.Cursor()},
+		"tenant+kind": {Tenant: "acme", Kind: "deny"}, "deep page": {Tenant: "acme", After: Cursor(incident.Incident{ID: "inc_Z", Time: mid})},
 	} {
 		f.Limit = 50
 		start := time.Now()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 // TimeCount is the number of incidents of one kind for one tenant in the
@@ -105,7 +107,7 @@ func (s *Store) RuleStats(ctx context.Context, f IncidentFilter) ([]RuleStat, er
 	where, args := f.where()
 	q := `SELECT rule, COUNT(*) AS hits, SUM(action = 'block'), SUM(triage = ?) FROM incidents` +
 		and(where, "rule != ''") + ` GROUP BY rule ORDER BY hits DESC, rule`
-	rows, err := s.db.QueryContext(ctx, q, append([]any{TriageFalsePositive}, args...)...)
+	rows, err := s.db.QueryContext(ctx, q, append([]any{incident.TriageFalsePositive}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: rule stats: %w", err)
 	}
@@ -125,7 +127,7 @@ func (s *Store) RuleStats(ctx context.Context, f IncidentFilter) ([]RuleStat, er
 // whose secret had the given fingerprint: the same secret seen elsewhere.
 // Scoped to one tenant: whether two tenants hold the same secret is itself
 // something one tenant must not learn about another.
-func (s *Store) SameFingerprint(ctx context.Context, tenant, fingerprint string, limit int) ([]Incident, error) {
+func (s *Store) SameFingerprint(ctx context.Context, tenant, fingerprint string, limit int) ([]incident.Incident, error) {
 	if tenant == "" {
 		return nil, fmt.Errorf("%w: same fingerprint needs a tenant", ErrInvalid)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 func TestOpenAppliesPragmasOnEveryConnection(t *testing.T) {
@@ -121,7 +123,7 @@ func TestConcurrentReadThenWriteTransactions(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				_, err := s.TriageIncident(context.Background(), ins[(g+i)%len(ins)].ID,
-					TriageUpdate{State: TriageAcknowledged, Actor: "alice"})
+					TriageUpdate{State: incident.TriageAcknowledged, Actor: "alice"})
 				if err != nil {
 					errs <- err
 				}

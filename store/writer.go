@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 // Writer stores incidents in batches, one transaction per batch, off the
@@ -35,7 +37,7 @@ type Writer struct {
 }
 
 type pending struct {
-	in  Incident
+	in  incident.Incident
 	err chan error
 }
 
@@ -68,7 +70,7 @@ func (w *Writer) maxBatch() int {
 // Write stores in and returns its id (in.ID, or a new one from NewID) once
 // the transaction holding it has committed. It blocks while the queue is
 // full; ctx bounds only that wait: once queued, the incident is written.
-func (w *Writer) Write(ctx context.Context, in Incident) (string, error) {
+func (w *Writer) Write(ctx context.Context, in incident.Incident) (string, error) {
 	w.init()
 	if in.Time.IsZero() {
 		in.Time = w.Store.now()
@@ -145,7 +147,7 @@ func (w *Writer) loop() {
 // still fails, each incident is tried alone so that one bad row cannot take
 // its batch-mates with it.
 func (w *Writer) commit(batch []*pending) {
-	ins := make([]Incident, len(batch))
+	ins := make([]incident.Incident, len(batch))
 	for i, p := range batch {
 		ins[i] = p.in
 	}
@@ -175,6 +177,6 @@ func (w *Writer) commit(batch []*pending) {
 		return
 	}
 	for _, p := range batch {
-		p.err <- w.Store.InsertIncidents(context.Background(), []Incident{p.in})
+		p.err <- w.Store.InsertIncidents(context.Background(), []incident.Incident{p.in})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/incident"
 )
 
 func TestWriterGroupCommit(t *testing.T) {
@@ -24,7 +26,7 @@ func TestWriterGroupCommit(t *testing.T) {
 	for g := range writers {
 		wg.Go(func() {
 			for i := range each {
-				id, err := w.Write(context.Background(), Incident{Tenant: "acme", Kind: "deny", Port: g*1000 + i})
+				id, err := w.Write(context.Background(), incident.Incident{Tenant: "acme", Kind: "deny", Port: g*1000 + i})
 				if err != nil {
 					t.Error(err)
 					return
@@ -58,7 +60,7 @@ func TestWriterGroupCommit(t *testing.T) {
 		t.Fatalf("%d batches for %d incidents: no group commit", batches.Load(), n)
 	}
 	t.Logf("%d incidents in %d batches", n, batches.Load())
-	if _, err := w.Write(context.Background(), Incident{}); !errors.Is(err, ErrClosed) {
+	if _, err := w.Write(context.Background(), incident.Incident{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after close: %v", err)
 	}
 }
@@ -79,7 +81,7 @@ func TestWriterBlocksWhenFullAndDrainsOnClose(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
-			if _, err := w.Write(ctx, Incident{Tenant: "acme"}); err != nil {
+			if _, err := w.Write(ctx, incident.Incident{Tenant: "acme"}); err != nil {
 				t.Error(err)
 			}
 			done.Add(1)
@@ -89,7 +91,7 @@ func TestWriterBlocksWhenFullAndDrainsOnClose(t *testing.T) {
 	// A write with a deadline gives up waiting for room, and says so.
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := w.Write(short, Incident{Tenant: "acme"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := w.Write(short, incident.Incident{Tenant: "acme"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("write on a full queue: %v", err)
 	}
 	if n := done.Load(); n != 0 {
@@ -111,18 +113,18 @@ func TestWriterOneBadIncidentDoesNotSinkItsBatch(t *testing.T) {
 	s := MustOpen(t)
 	ctx := context.Background()
 	dup := NewID(PrefixIncident, t0)
-	MustInsert(t, s, Incident{ID: dup, Time: t0})
+	MustInsert(t, s, incident.Incident{ID: dup, Time: t0})
 	lock, _ := s.DB().BeginTx(ctx, nil)
 	t.Cleanup(func() { lock.Rollback() })
 	w := &Writer{Store: s}
 	// A first incident takes the writer into a batch that waits for the
 	// lock; the next three queue behind it and form one batch.
 	errs := make(chan error, 4)
-	go func() { _, err := w.Write(ctx, Incident{Tenant: "acme"}); errs <- err }()
+	go func() { _, err := w.Write(ctx, incident.Incident{Tenant: "acme"}); errs <- err }()
 	time.Sleep(50 * time.Millisecond)
 	waitDepth(t, w, 0)
 	for _, id := range []string{"", dup, ""} {
-		go func() { _, err := w.Write(ctx, Incident{ID: id, Tenant: "acme"}); errs <- err }()
+		go func() { _, err := w.Write(ctx, incident.Incident{ID: id, Tenant: "acme"}); errs <- err }()
 	}
 	waitDepth(t, w, 3)
 	lock.Rollback()
@@ -160,7 +162,7 @@ func BenchmarkWriter(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := w.Write(context.Background(), Incident{Tenant: "acme", Kind: "deny", Reason: "host-not-allowed",
+			if _, err := w.Write(context.Background(), incident.Incident{Tenant: "acme", Kind: "deny", Reason: "host-not-allowed",
 				Action: "block", Host: "evil.example.test", Port: 443, Method: "CONNECT"}); err != nil {
 				b.Error(err)
 			}

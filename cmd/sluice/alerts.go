@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -23,13 +24,12 @@ type alertingSink struct {
 	alerts *alert.Sink
 }
 
-func (k *alertingSink) Emit(ctx context.Context, e gateway.Event) string {
+func (k *alertingSink) Emit(ctx context.Context, e incident.Incident) string {
 	id := k.inner.Emit(ctx, e)
 	if id != "" {
-		in := incidentOf(e) // bounded, query-less: what the store kept
-		k.alerts.Alert(alert.Incident{ID: id, Time: in.Time, Tenant: in.Tenant, Class: in.Class, Run: in.Run,
-			Kind: in.Kind, Reason: in.Reason, Action: in.Action, Host: in.Host, Port: in.Port, Method: in.Method,
-			Path: in.Path, Rule: in.Rule, Where: in.Where, Fingerprint: in.Fingerprint})
+		in := e.Bounded() // query-less, clipped: what the store kept
+		in.ID = id
+		k.alerts.Alert(in)
 	}
 	return id
 }

@@ -299,6 +299,9 @@ func (s *Server) applyReload(cfg *rules.Config) {
 		if s.scanner != nil {
 			s.scanner.swap(st.scanner)
 		}
+		if s.gw != nil {
+			s.gw.SetMaxWebSocketMessage(int64(st.cfg.Scanning.MaxBodyBytes))
+		}
 	}
 	s.applyCredentials(cfg)
 }

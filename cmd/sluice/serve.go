@@ -96,7 +96,9 @@ func (s *Server) Open() error {
 		// Bodies are held in memory while scanned: bound them all together.
 		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
 		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
-		Logger:        s.Logger,
+		// A WebSocket message is scanned whole, as a body is.
+		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
+		Logger:              s.Logger,
 	}
 	// The scanner's rules are compiled here (and again by each reload,
 	// before anything is swapped): a bad rule pack is a start-up error, and

@@ -19,9 +19,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -234,33 +234,6 @@ func TestServeDrainsIncidentsOnShutdown(t *testing.T) {
 	}
 }
 
-func TestIncidentOf(t *testing.T) {
-	e := gateway.Event{
-		Time: time.Unix(1, 0), Tenant: "acme", Class: "agent", Run: "run_1", Kind: "deny", Reason: "host-not-allowed",
-		Action: "block", Host: "evil.example.test", Port: 443, Method: "GET", Path: "/a?token=abc#frag",
-		Client: "10.0.0.1:1234", Snippet: strings.Repeat("é", 1000),
-	}
-	in := incidentOf(e)
-	if in.Path != "/a" {
-		t.Errorf("path %q: the query string must never be stored", in.Path)
-	}
-	if len(in.Snippet) > maxSnippet || !utf8.ValidString(in.Snippet) || !strings.HasSuffix(in.Snippet, "…") {
-		t.Errorf("snippet of %d bytes, valid UTF-8 %v", len(in.Snippet), utf8.ValidString(in.Snippet))
-	}
-	if in.Tenant != "acme" || in.Host != e.Host || in.Port != 443 || in.Reason != e.Reason || in.Client != e.Client {
-		t.Errorf("fields lost: %+v", in)
-	}
-	for _, tc := range []struct {
-		s    string
-		n    int
-		want string
-	}{{"abc", 3, "abc"}, {"abcdef", 5, "ab…"}, {"ééé", 6, "ééé"}, {"éééé", 7, "éé…"}, {"éééé", 6, "é…"}} {
-		if got := clip(tc.s, tc.n); got != tc.want || len(got) > tc.n {
-			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
-		}
-	}
-}
-
 // TestUnauthenticatedRefusalsAreNotStored: a 407 is counted, never stored,
 // so whoever knocks (health checks, port scanners) cannot fill the
 // database; an authenticated refusal is stored, without its query string.
@@ -272,10 +245,10 @@ func TestUnauthenticatedRefusalsAreNotStored(t *testing.T) {
 	defer st.Close()
 	w := &store.Writer{Store: st}
 	k := &incidentSink{Writer: w}
-	if id := k.Emit(context.Background(), gateway.Event{Reason: gateway.ReasonAuthRequired, Kind: "deny", Action: "block"}); id != "" {
+	if id := k.Emit(context.Background(), incident.Incident{Reason: gateway.ReasonAuthRequired, Kind: "deny", Action: "block"}); id != "" {
 		t.Fatalf("a 407 became incident %s", id)
 	}
-	id := k.Emit(context.Background(), gateway.Event{Tenant: "acme", Reason: "host-not-allowed", Kind: "deny", Path: "/raw?q=1"})
+	id := k.Emit(context.Background(), incident.Incident{Tenant: "acme", Reason: "host-not-allowed", Kind: "deny", Path: "/raw?q=1"})
 	w.Close(context.Background())
 	in, err := st.GetIncident(context.Background(), id)
 	if err != nil || in.Path != "/raw" {

@@ -56,8 +56,8 @@ func (h *scannerHolder) Scan(ctx context.Context, req *scanner.Request) (*scanne
 	return h.cur.Load().Scan(ctx, req)
 }
 
-// Current returns the scanner in use (the gateway reads its body limit for
-// WebSocket messages through it).
+// Current returns the scanner in use (a reload keeps its key, canaries and
+// phantoms).
 func (h *scannerHolder) Current() *scanner.Scanner { return h.cur.Load() }
 
 func (h *scannerHolder) swap(sc *scanner.Scanner) { h.cur.Store(sc) }

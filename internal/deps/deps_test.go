@@ -24,14 +24,13 @@ var forbidden = map[string][]string{
 	"alert":         {"gateway", "store", "dashboard"},
 }
 
+// leaves lists the project packages that import no other project package.
+var leaves = []string{"incident"}
+
 func TestDeps(t *testing.T) {
 	for pkg, bad := range forbidden {
-		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../../"+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", pkg, err)
-		}
 		deps := map[string]bool{}
-		for _, d := range strings.Fields(string(out)) {
+		for _, d := range depsOf(t, pkg) {
 			deps[strings.TrimPrefix(d, module)] = true
 		}
 		for _, b := range bad {
@@ -40,4 +39,21 @@ func TestDeps(t *testing.T) {
 			}
 		}
 	}
+	for _, pkg := range leaves {
+		for _, d := range depsOf(t, pkg) {
+			if strings.HasPrefix(d, module) && d != module+pkg {
+				t.Errorf("%s depends on %s: it must import nothing of ours", pkg, strings.TrimPrefix(d, module))
+			}
+		}
+	}
+}
+
+// depsOf lists pkg and the packages it depends on, directly or not.
+func depsOf(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../../"+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
 }
