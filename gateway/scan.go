@@ -83,18 +83,18 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			host: host, port: port, path: "", msg: "the request could not be checked; nothing was forwarded"})
 		return false, nop
 	}
-	incident := ""
+	incidentID := ""
 	for _, f := range res.Findings {
 		inc := g.recordFinding(r.Context(), r, id, host, port, res.Path, f)
-		if incident == "" && f.Action == res.Verdict {
-			incident = inc
+		if incidentID == "" && f.Action == res.Verdict {
+			incidentID = inc
 		}
 	}
 	if res.Verdict == scanner.Block {
 		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
 			c.Close()
 		}
-		writeRefusal(w, http.StatusForbidden, res.Reason, incident,
+		writeRefusal(w, http.StatusForbidden, res.Reason, incidentID,
 			"the request carried what policy forbids sending to "+host+"; nothing was forwarded")
 		return false, nop
 	}

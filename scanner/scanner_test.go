@@ -580,3 +580,14 @@ func FuzzBodySegments(f *testing.F) {
 		_ = redactText(string(b), []string{"abc"}, 2)
 	})
 }
+
+func TestKindReason(t *testing.T) {
+	for kind, want := range map[string]string{
+		KindCanary: ReasonCanary, KindPhantom: ReasonPhantom, KindSecret: ReasonSecret,
+		KindExfilLink: ReasonExfilLink, KindOversize: ReasonOversize, "env-dump": ReasonSecret,
+	} {
+		if got := KindReason(kind); got != want {
+			t.Errorf("KindReason(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}
