@@ -131,3 +131,16 @@ func FuzzWSStep(f *testing.F) {
 		}
 	})
 }
+
+// TestWSMaxMessage: the gateway's own field bounds a message, whatever the
+// scanner; a reload changes it for the WebSockets opened after.
+func TestWSMaxMessage(t *testing.T) {
+	g := &Gateway{}
+	if got := g.wsMaxMessage(); got != wsDefaultMaxMessage {
+		t.Fatalf("default limit %d, want %d", got, wsDefaultMaxMessage)
+	}
+	g.SetMaxWebSocketMessage(4096)
+	if got := g.wsMaxMessage(); got != 4096 {
+		t.Fatalf("limit %d after SetMaxWebSocketMessage(4096)", got)
+	}
+}
