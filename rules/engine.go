@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-egress/sluice/rules/match"
 )
 
 // MinTokenLen is the shortest tenant token Compile accepts.
@@ -149,7 +151,7 @@ type class struct {
 // rule is one compiled entry.
 type rule struct {
 	entry   *Entry
-	host    hostPattern
+	host    match.HostPattern
 	ports   []int
 	methods []string
 	paths   []string
@@ -247,27 +249,17 @@ func (e *Engine) compileEntries(cfg *Config, entries []Entry) []*rule {
 	return out
 }
 
-// pathUnder reports whether path lies under prefix. A prefix ending in "/"
-// is a plain prefix; one without ends at a segment boundary, so that "/v1"
-// covers "/v1" and "/v1/x" but not "/v10" or "/v1.bak".
-func pathUnder(path, prefix string) bool {
-	if !strings.HasPrefix(path, prefix) {
-		return false
-	}
-	return strings.HasSuffix(prefix, "/") || len(path) == len(prefix) || path[len(prefix)] == '/'
-}
-
 // compileRule compiles one validated entry (no preset) into a rule holding its own copy,
 // and returns its parsed allow_addresses.
 func compileRule(en Entry) (*rule, []netip.Prefix) {
 	c := cloneEntry(en)
 	r := &rule{entry: &c, ports: c.Ports, methods: c.Methods}
-	r.host, _ = parseHostPattern(en.Host) // validated
+	r.host, _ = match.ParseHostPattern(en.Host) // validated
 	if len(r.ports) == 0 {
 		r.ports = defaultPorts
 	}
 	for _, p := range c.Paths {
-		d, _ := cleanPath(p) // validated
+		d, _ := match.CleanPath(p) // validated
 		r.paths = append(r.paths, d)
 	}
 	var prefixes []netip.Prefix
@@ -340,13 +332,11 @@ func (e *Engine) Decide(q Query) Decision {
 // decideIn decides q on the entries of cl and then those of own (a run's own entries,
 // the tenant's grants; nil ones are skipped), filling in d.
 func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
-	host, err := NormalizeHost(q.Host)
+	host, err := match.NormalizeHost(q.Host)
 	if err != nil {
 		d.Reason = ReasonBadHost
 		return d
 	}
-	_, ipErr := netip.ParseAddr(host)
-	isIP := ipErr == nil
 
 	// failure is how far the best host-matching entry got: the higher, the more specific.
 	const (
@@ -380,7 +370,7 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 		}
 		for _, list := range lists {
 			for _, r := range list.rules {
-				if !r.host.match(host, isIP) {
+				if !r.host.Match(host) {
 					continue
 				}
 				if !slices.Contains(r.ports, q.Port) {
@@ -405,7 +395,7 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 		}
 		for _, rules := range lists {
 			for _, r := range rules {
-				if !r.host.match(host, isIP) {
+				if !r.host.Match(host) {
 					continue
 				}
 				if !slices.Contains(r.ports, q.Port) {
@@ -418,10 +408,10 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 				}
 				if len(r.paths) > 0 {
 					if !pathDone {
-						path, pathErr = cleanPath(q.Path)
+						path, pathErr = match.CleanPath(q.Path)
 						pathDone = true
 					}
-					if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return pathUnder(path, p) }) {
+					if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return match.PathUnder(path, p) }) {
 						note(failPath)
 						continue
 					}

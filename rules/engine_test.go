@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -708,4 +709,11 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatal("denied")
 		}
 	}
+}
+
+func ishex(c byte) bool { return strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 }
+
+func unhex(c byte) byte {
+	v, _ := strconv.ParseUint(string(c), 16, 8)
+	return byte(v)
 }
