@@ -15,12 +15,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sluice-egress/sluice/rules/match"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -54,11 +54,13 @@ type Credential struct {
 	Name string
 	// Secret yields the real value; required for injection.
 	Secret Source
-	// Hosts are exact hosts or "*.suffix" patterns (normalised, lower-case).
+	// Hosts are exact hosts or "*.suffix" patterns, matched as the policy matches
+	// entry hosts (match.ParseHostPattern); one that does not parse binds nothing.
 	Hosts []string
 	// Ports the secret may be sent to; empty: 443.
 	Ports []int
-	// Paths are path prefixes the secret may be sent to; empty: any.
+	// Paths are path prefixes the secret may be sent to, read as the policy reads
+	// entry paths (match.CleanPath; a prefix it refuses binds nothing); empty: any.
 	Paths []string
 	// Placement says where the secret goes; zero: Bearer.
 	Placement Placement
@@ -102,6 +104,11 @@ func (c *Credential) Check() error {
 	if len(c.Hosts) == 0 {
 		return fmt.Errorf("phantom: credential %s: bound to no host", c.Name)
 	}
+	for _, h := range c.Hosts {
+		if _, err := match.ParseHostPattern(h); err != nil {
+			return fmt.Errorf("phantom: credential %s: %w", c.Name, err)
+		}
+	}
 	switch c.placement() {
 	case Bearer, Basic:
 	case Header:
@@ -121,6 +128,17 @@ func (c *Credential) Check() error {
 		}
 	}
 	return nil
+}
+
+// hostPatterns parses Hosts; one that does not parse binds nothing.
+func (c *Credential) hostPatterns() []match.HostPattern {
+	var out []match.HostPattern
+	for _, h := range c.Hosts {
+		if p, err := match.ParseHostPattern(h); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (c *Credential) placement() Placement {
@@ -187,6 +205,8 @@ type Use struct {
 
 	key   []byte
 	shape string
+	// hosts are Credential.Hosts parsed, those that parse.
+	hosts []match.HostPattern
 }
 
 // fingerprint of v with the registry's key.
@@ -196,26 +216,22 @@ func (u *Use) fingerprint(v string) string {
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
-// Binds reports whether the real secret may be sent to host:port path.
+// Binds reports whether the real secret may be sent to host:port path, path escaped as
+// on the wire (url.URL.EscapedPath). Hosts match as the policy's entry hosts do
+// (package match); a path the policy refuses (dot segments, bad escapes: match.CleanPath) is
+// bound to no prefix.
 func (u *Use) Binds(host string, port int, path string) bool {
-	c := u.Credential
-	okHost := false
-	for _, p := range c.Hosts {
-		if hostMatch(p, host) {
-			okHost = true
-			break
-		}
-	}
-	if !okHost {
-		return false
-	}
-	return u.bindsPort(port) && u.bindsPath(path)
+	return u.BindsHost(host, port) && u.bindsPath(path)
 }
 
 // BindsHost reports whether host:port is one of the credential's, whatever the path.
 func (u *Use) BindsHost(host string, port int) bool {
-	for _, p := range u.Credential.Hosts {
-		if hostMatch(p, host) {
+	h, err := match.NormalizeHost(host)
+	if err != nil {
+		return false
+	}
+	for _, p := range u.hosts {
+		if p.Match(h) {
 			return u.bindsPort(port)
 		}
 	}
@@ -239,26 +255,23 @@ func (u *Use) bindsPath(p string) bool {
 	if len(u.Credential.Paths) == 0 {
 		return true
 	}
-	// Dot segments must not reach outside a bound prefix.
-	clean := path.Clean("/" + p)
-	if strings.HasSuffix(p, "/") && clean != "/" {
-		clean += "/"
+	if !strings.HasPrefix(p, "/") {
+		// An empty path (or "*") is the root, as before.
+		p = "/" + p
 	}
-	for _, p := range u.Credential.Paths {
-		if strings.HasPrefix(clean, p) {
+	// Refuse, rather than resolve, what could escape a bound prefix on some server:
+	// the policy's own reading of the path.
+	clean, err := match.CleanPath(p)
+	if err != nil {
+		return false
+	}
+	for _, b := range u.Credential.Paths {
+		prefix, err := match.CleanPath(b)
+		if err == nil && strings.HasPrefix(clean, prefix) {
 			return true
 		}
 	}
 	return false
-}
-
-// hostMatch matches "*.suffix" (one or more labels below suffix) or an exact host.
-func hostMatch(pattern, host string) bool {
-	pattern, host = strings.ToLower(pattern), strings.ToLower(strings.TrimSuffix(host, "."))
-	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
-		return strings.HasSuffix(host, "."+rest)
-	}
-	return pattern == host
 }
 
 // Where is where the scanner reports the phantom in its bound place: the
