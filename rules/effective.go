@@ -381,8 +381,7 @@ func (p *EffectivePolicy) Decide(q Query) Decision {
 func compileRules(entries []Entry) []*rule {
 	out := make([]*rule, 0, len(entries))
 	for _, en := range entries {
-		r, _ := compileRule(en)
-		out = append(out, r)
+		out = append(out, compileRule(en))
 	}
 	return out
 }

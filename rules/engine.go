@@ -118,18 +118,21 @@ type Decision struct {
 	// Reason is one of the Reason constants for a Deny, "" otherwise.
 	Reason string
 	// Entry is the entry that let the query through (the engine's own copy: do not
-	// modify); nil for a Deny.
+	// modify); nil for a Deny. Its Origin says where it came from.
 	Entry *Entry
 	// Tenant is the tenant the query was decided for.
 	Tenant string
+	// AllowAddresses are Entry's allow_addresses, parsed: the addresses inside the
+	// dialer's deny ranges that this decision may reach (the engine's own copy: do not
+	// modify). nil: none, as for every Deny. The decision carries them, so that one
+	// taken just before a reload still dials what it was decided for.
+	AllowAddresses []netip.Prefix
 }
 
 // Engine is a compiled policy: immutable and safe for concurrent use.
 type Engine struct {
 	tenants  map[string]*tenant
 	upstream map[string]netip.Addr
-	// addrs holds each entry's parsed allow_addresses, keyed by the engine's entry copy.
-	addrs map[*Entry][]netip.Prefix
 	// decoy is compared against for unknown tenants, so that they take as long as known
 	// ones; it is the hash of random bytes, so no token matches it.
 	decoy [sha256.Size]byte
@@ -155,6 +158,8 @@ type rule struct {
 	ports   []int
 	methods []string
 	paths   []string
+	// allow are the entry's allow_addresses, parsed.
+	allow []netip.Prefix
 }
 
 // defaultPorts are the ports of an entry that names none.
@@ -172,7 +177,6 @@ func Compile(cfg *Config) (*Engine, error) {
 	e := &Engine{
 		tenants:  map[string]*tenant{},
 		upstream: map[string]netip.Addr{},
-		addrs:    map[*Entry][]netip.Prefix{},
 		runs:     &runTable{},
 		grants:   &grantTable{},
 	}
@@ -200,8 +204,8 @@ func Compile(cfg *Config) (*Engine, error) {
 		for cn, cl := range t.Classes {
 			cc := &class{}
 			if cl != nil {
-				cc.allow = e.compileEntries(cfg, cl.Allow)
-				cc.passthrough = e.compileEntries(cfg, cl.Passthrough)
+				cc.allow = compileEntries(cfg, cl.Allow)
+				cc.passthrough = compileEntries(cfg, cl.Passthrough)
 			}
 			ct.classes[cn] = cc
 		}
@@ -236,22 +240,13 @@ func readToken(cfg *Config, name string, t *Tenant) ([sha256.Size]byte, error) {
 }
 
 // compileEntries compiles a class's validated config entries, expanding presets.
-func (e *Engine) compileEntries(cfg *Config, entries []Entry) []*rule {
+func compileEntries(cfg *Config, entries []Entry) []*rule {
 	expanded, _ := expandConfigEntries(cfg, entries)
-	out := make([]*rule, 0, len(expanded))
-	for _, en := range expanded {
-		r, prefixes := compileRule(en)
-		if prefixes != nil {
-			e.addrs[r.entry] = prefixes
-		}
-		out = append(out, r)
-	}
-	return out
+	return compileRules(expanded)
 }
 
-// compileRule compiles one validated entry (no preset) into a rule holding its own copy,
-// and returns its parsed allow_addresses.
-func compileRule(en Entry) (*rule, []netip.Prefix) {
+// compileRule compiles one validated entry (no preset) into a rule holding its own copy.
+func compileRule(en Entry) *rule {
 	c := cloneEntry(en)
 	r := &rule{entry: &c, ports: c.Ports, methods: c.Methods}
 	r.host, _ = match.ParseHostPattern(en.Host) // validated
@@ -262,12 +257,11 @@ func compileRule(en Entry) (*rule, []netip.Prefix) {
 		d, _ := match.CleanPath(p) // validated
 		r.paths = append(r.paths, d)
 	}
-	var prefixes []netip.Prefix
 	for _, a := range c.AllowAddresses {
 		p, _ := parsePrefix(a) // validated
-		prefixes = append(prefixes, p)
+		r.allow = append(r.allow, p)
 	}
-	return r, prefixes
+	return r
 }
 
 // Identify checks a client's credentials: user is "tenant" or "tenant/class" (class
@@ -377,7 +371,7 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 					note(failPort)
 					continue
 				}
-				d.Action, d.Entry = list.action, r.entry
+				d.Action, d.Entry, d.AllowAddresses = list.action, r.entry, r.allow
 				return d
 			}
 		}
@@ -420,7 +414,7 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 					note(failWebSocket)
 					continue
 				}
-				d.Action, d.Entry = Allow, r.entry
+				d.Action, d.Entry, d.AllowAddresses = Allow, r.entry, r.allow
 				return d
 			}
 		}
@@ -433,15 +427,6 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 		failWebSocket: ReasonWebSocketNotAllowed,
 	}[failure]
 	return d
-}
-
-// AllowedAddresses returns the allow_addresses of the entry behind d, parsed; nil if none
-// (or if d is a Deny or comes from another engine).
-func (e *Engine) AllowedAddresses(d Decision) []netip.Prefix {
-	if d.Action == Deny || d.Entry == nil {
-		return nil
-	}
-	return slices.Clone(e.addrs[d.Entry])
 }
 
 // UpstreamHosts returns the static resolutions of upstream.hosts, keyed by normalised
