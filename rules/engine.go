@@ -261,6 +261,8 @@ func compileRule(en Entry) *rule {
 		p, _ := parsePrefix(a) // validated
 		r.allow = append(r.allow, p)
 	}
+	// Decisions share the slice: an append to one must not write into it.
+	r.allow = slices.Clip(r.allow)
 	return r
 }
 
