@@ -77,7 +77,7 @@ func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // passthrough tunnels blind to a host configured so. The address is still
 // checked by the guard, and the ClientHello's SNI must name the CONNECT host.
 func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int) {
-	up, err := g.Dialer.Dial(r.Context(), guard.Target{Host: host, Port: port, Allow: g.Policy.AllowedAddresses(d)})
+	up, err := g.Dialer.Dial(r.Context(), guard.Target{Host: host, Port: port, Allow: d.AllowAddresses})
 	if err != nil {
 		g.refuse(w, r, dialRefusal(id, err, host, port, ""))
 		return

@@ -63,7 +63,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	if !ok {
 		return
 	}
-	allow := g.Policy.AllowedAddresses(d)
+	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
 	// An allowed WebSocket is scanned message by message (websocket.go).

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,12 +24,13 @@ import (
 	"github.com/sluice-egress/sluice/rules"
 )
 
-// Policy identifies clients and decides what they may reach. *rules.Engine
-// implements it; a reloading wrapper may swap engines underneath.
+// Policy identifies clients and decides what they may reach. A Decision
+// carries all the gateway acts on, the addresses it may dial included, so a
+// reloading wrapper may swap engines underneath at any moment. *rules.Engine
+// implements it.
 type Policy interface {
 	Identify(user, token string) (rules.Identity, error)
 	Decide(q rules.Query) rules.Decision
-	AllowedAddresses(d rules.Decision) []netip.Prefix
 }
 
 // Dialer opens upstream connections after checking the resolved address.

@@ -45,7 +45,7 @@ func (g *Gateway) phantomAllowed(r *http.Request, id rules.Identity, host string
 	}
 	var ok []*phantom.Use
 	for _, u := range g.Credentials.Uses(id.Tenant, id.Run) {
-		if !u.Binds(host, port, r.URL.Path) {
+		if !u.Binds(host, port, r.URL.EscapedPath()) {
 			continue
 		}
 		if u.InPlace(r) {
@@ -102,7 +102,7 @@ func (g *Gateway) credentials(w http.ResponseWriter, r *http.Request, id rules.I
 		real, err := u.Credential.Secret.Secret()
 		if err != nil {
 			g.logger().Error("credential unavailable", logTenant, id.Tenant, "credential", u.Credential.Name, logErr, err)
-			if u.Binds(host, port, r.URL.Path) && u.InPlace(r) {
+			if u.Binds(host, port, r.URL.EscapedPath()) && u.InPlace(r) {
 				g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonCredentialUnavailable,
 					host: host, port: port, path: r.URL.Path,
 					msg: "the gateway could not read the credential " + u.Credential.Name + "; nothing was forwarded"})
@@ -114,7 +114,7 @@ func (g *Gateway) credentials(w http.ResponseWriter, r *http.Request, id rules.I
 			inj = &injection{g: g, id: id, host: host}
 		}
 		inj.swaps = append(inj.swaps, phantom.Swap{Real: real, Phantom: u.Phantom})
-		if !u.Binds(host, port, r.URL.Path) {
+		if !u.Binds(host, port, r.URL.EscapedPath()) {
 			continue
 		}
 		if u.InPlace(r) {

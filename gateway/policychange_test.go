@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -30,7 +29,6 @@ type denyHost struct {
 type gatewayPolicy interface {
 	Identify(user, token string) (rules.Identity, error)
 	Decide(q rules.Query) rules.Decision
-	AllowedAddresses(d rules.Decision) []netip.Prefix
 }
 
 func (p *swapPolicy) Identify(user, token string) (rules.Identity, error) {
@@ -46,10 +44,6 @@ func (p *swapPolicy) Decide(q rules.Query) rules.Decision {
 	}
 	q.Identity.Run = "" // the run is this wrapper's fiction; the engine decides for the class
 	return c.inner.Decide(q)
-}
-
-func (p *swapPolicy) AllowedAddresses(d rules.Decision) []netip.Prefix {
-	return p.cur.Load().inner.AllowedAddresses(d)
 }
 
 // openTunnel opens an inspected tunnel and serves one request on it.

@@ -15,12 +15,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sluice-egress/sluice/rules/match"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -54,11 +54,13 @@ type Credential struct {
 	Name string
 	// Secret yields the real value; required for injection.
 	Secret Source
-	// Hosts are exact hosts or "*.suffix" patterns (normalised, lower-case).
+	// Hosts are exact hosts or "*.suffix" patterns, matched as the policy matches
+	// entry hosts (match.ParseHostPattern); one that does not parse binds nothing.
 	Hosts []string
 	// Ports the secret may be sent to; empty: 443.
 	Ports []int
-	// Paths are path prefixes the secret may be sent to; empty: any.
+	// Paths are path prefixes the secret may be sent to, read as the policy reads
+	// entry paths (match.CleanPath; a prefix it refuses binds nothing); empty: any.
 	Paths []string
 	// Placement says where the secret goes; zero: Bearer.
 	Placement Placement
@@ -101,6 +103,11 @@ func (c *Credential) Check() error {
 	}
 	if len(c.Hosts) == 0 {
 		return fmt.Errorf("phantom: credential %s: bound to no host", c.Name)
+	}
+	for _, h := range c.Hosts {
+		if _, err := match.ParseHostPattern(h); err != nil {
+			return fmt.Errorf("phantom: credential %s: %w", c.Name, err)
+		}
 	}
 	switch c.placement() {
 	case Bearer, Basic:
@@ -187,6 +194,8 @@ type Use struct {
 
 	key   []byte
 	shape string
+	// hosts are Credential.Hosts parsed, those that parse.
+	hosts []match.HostPattern
 }
 
 // fingerprint of v with the registry's key.
@@ -194,71 +203,6 @@ func (u *Use) fingerprint(v string) string {
 	m := hmac.New(sha256.New, u.key)
 	m.Write([]byte(v))
 	return hex.EncodeToString(m.Sum(nil)[:16])
-}
-
-// Binds reports whether the real secret may be sent to host:port path.
-func (u *Use) Binds(host string, port int, path string) bool {
-	c := u.Credential
-	okHost := false
-	for _, p := range c.Hosts {
-		if hostMatch(p, host) {
-			okHost = true
-			break
-		}
-	}
-	if !okHost {
-		return false
-	}
-	return u.bindsPort(port) && u.bindsPath(path)
-}
-
-// BindsHost reports whether host:port is one of the credential's, whatever the path.
-func (u *Use) BindsHost(host string, port int) bool {
-	for _, p := range u.Credential.Hosts {
-		if hostMatch(p, host) {
-			return u.bindsPort(port)
-		}
-	}
-	return false
-}
-
-func (u *Use) bindsPort(port int) bool {
-	ps := u.Credential.Ports
-	if len(ps) == 0 {
-		return port == 443
-	}
-	for _, p := range ps {
-		if p == port {
-			return true
-		}
-	}
-	return false
-}
-
-func (u *Use) bindsPath(p string) bool {
-	if len(u.Credential.Paths) == 0 {
-		return true
-	}
-	// Dot segments must not reach outside a bound prefix.
-	clean := path.Clean("/" + p)
-	if strings.HasSuffix(p, "/") && clean != "/" {
-		clean += "/"
-	}
-	for _, p := range u.Credential.Paths {
-		if strings.HasPrefix(clean, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// hostMatch matches "*.suffix" (one or more labels below suffix) or an exact host.
-func hostMatch(pattern, host string) bool {
-	pattern, host = strings.ToLower(pattern), strings.ToLower(strings.TrimSuffix(host, "."))
-	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
-		return strings.HasSuffix(host, "."+rest)
-	}
-	return pattern == host
 }
 
 // Where is where the scanner reports the phantom in its bound place: the

@@ -290,3 +290,57 @@ func TestScrubResponse(t *testing.T) {
 		}
 	})
 }
+
+// TestBindsAsThePolicy checks that a binding reads hosts and paths as the policy does:
+// a path with dot segments gets no real secret, even where resolving them would land
+// under a bound prefix, since an upstream may resolve them otherwise.
+func TestBindsAsThePolicy(t *testing.T) {
+	real := mustFake(t, "github-pat")
+	r := &Registry{Credentials: testCreds(real)}
+	if _, err := r.Mint("acme", "run-1"); err != nil {
+		t.Fatal(err)
+	}
+	maps, gh := useOf(t, r, "maps"), useOf(t, r, "github")
+	for _, tc := range []struct {
+		name, host, path string
+		want             bool
+	}{
+		{"under prefix", "maps.test", "/v1/x", true},
+		{"prefix itself", "maps.test", "/v1/", true},
+		{"escaped name", "maps.test", "/v1/%7Ex", true},
+		{"host spelled otherwise", "MAPS.test.", "/v1/x", true},
+		{"outside prefix", "maps.test", "/v2/x", false},
+		{"no path", "maps.test", "", false},
+		{"dotdot out", "maps.test", "/v1/../admin", false},
+		{"dotdot staying under", "maps.test", "/v1/x/../y", false},
+		{"dot", "maps.test", "/v1/./x", false},
+		{"encoded dotdot", "maps.test", "/v1/%2e%2e/v1/x", false},
+		{"encoded slash dotdot", "maps.test", "/v1/x%2f..%2fy", false},
+		{"servlet params", "maps.test", "/v1/..;/v1/x", false},
+		{"backslash", "maps.test", "/v1/x\\..\\y", false},
+		{"double encoded dot", "maps.test", "/v1/%252e%252e/x", false},
+		{"bad escape", "maps.test", "/v1/%zz", false},
+		{"other host", "evilmaps.test", "/v1/x", false},
+		{"bad host", "maps.test:443", "/v1/x", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := maps.Binds(tc.host, 443, tc.path); got != tc.want {
+				t.Errorf("Binds(%q, %q) = %v, want %v", tc.host, tc.path, got, tc.want)
+			}
+		})
+	}
+	// Without paths, any path of a bound host is bound, dot segments or not: the policy
+	// decides the path.
+	if !gh.Binds("x.github.test", 443, "/a/../b") || !gh.BindsHost("X.GitHub.test.", 443) {
+		t.Error("github binding")
+	}
+	if gh.BindsHost("xn--ghub-2ra.test", 443) || gh.BindsHost("test", 443) {
+		t.Error("github binding matches another host")
+	}
+	for _, h := range []string{"*.test", "*", "api.test:443", "a_b.test"} {
+		c := &Credential{Name: "wide", Secret: fixed(real), Hosts: []string{"api.test", h}}
+		if err := c.Check(); err == nil {
+			t.Errorf("Check accepts host %q", h)
+		}
+	}
+}

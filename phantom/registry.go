@@ -281,7 +281,8 @@ func (r *Registry) Uses(tenant, run string) []*Use {
 		if !ok || !fits(c, rec.Phantom) {
 			continue
 		}
-		u := &Use{Credential: c, Tenant: tenant, Run: run, Phantom: rec.Phantom, key: r.Key, shape: c.shapePrefix()}
+		u := &Use{Credential: c, Tenant: tenant, Run: run, Phantom: rec.Phantom, key: r.Key, shape: c.shapePrefix(),
+			hosts: c.hostPatterns()}
 		u.Fingerprint = u.fingerprint(rec.Phantom)
 		us = append(us, u)
 	}

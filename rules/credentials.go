@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/sluice-egress/sluice/rules/match"
 )
 
 // Where a credential is injected (Credential.Inject).
@@ -78,15 +80,11 @@ var reservedEnv = map[string]bool{
 func (c *Credential) HostPatterns() []string {
 	var out []string
 	for _, h := range c.Hosts {
-		hp, err := parseHostPattern(h)
+		hp, err := match.ParseHostPattern(h)
 		if err != nil {
 			continue
 		}
-		if hp.suffix != "" {
-			out = append(out, "*"+hp.suffix)
-		} else {
-			out = append(out, hp.exact)
-		}
+		out = append(out, hp.String())
 	}
 	return out
 }
@@ -133,7 +131,7 @@ func (v *validator) credentials(tenant string, cs []Credential) {
 			}
 		}
 		for j, p := range c.Paths {
-			if _, err := cleanPath(p); err != nil {
+			if _, err := match.CleanPath(p); err != nil {
 				v.fail(fmt.Sprintf("%s.paths[%d]", key, j), "path %q must start with / and have no dot segments, control characters or bad escapes", p)
 			}
 		}
@@ -169,7 +167,7 @@ func (v *validator) credentialHosts(key string, c *Credential) {
 	}
 	for j, h := range c.Hosts {
 		k := fmt.Sprintf("%s.hosts[%d]", key, j)
-		hp, err := parseHostPattern(h)
+		hp, err := match.ParseHostPattern(h)
 		if err != nil {
 			v.fail(k, "%v", err)
 			continue
@@ -179,8 +177,8 @@ func (v *validator) credentialHosts(key string, c *Credential) {
 		}
 		// A credential must not reach hosts run by others: a wildcard on any public
 		// suffix, private ones included ("*.github.io"), is refused.
-		if hp.suffix != "" {
-			s := hp.suffix[1:]
+		if hp.Suffix() != "" {
+			s := hp.Suffix()[1:]
 			if ps, _ := publicsuffix.PublicSuffix(s); ps == s {
 				v.fail(k, "%q: wider than a registrable domain (%q is a public suffix whose subdomains belong to different owners)", h, s)
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-egress/sluice/rules/match"
 )
 
 // Origin kinds: where an effective entry came from.
@@ -324,19 +326,16 @@ func checkOwnEntry(name string, e Entry, passthrough bool) error {
 // exact host by an equal one or a wildcard that matches it, a wildcard by an equal or
 // wider wildcard.
 func withinPatterns(h string, patterns []string) bool {
-	hp, err := parseHostPattern(h)
+	hp, err := match.ParseHostPattern(h)
 	if err != nil {
 		return false
 	}
 	for _, ps := range patterns {
-		p, err := parseHostPattern(ps)
+		p, err := match.ParseHostPattern(ps)
 		if err != nil {
 			continue
 		}
-		if hp.exact != "" && p.match(hp.exact, hp.ip) {
-			return true
-		}
-		if hp.suffix != "" && p.suffix != "" && (hp.suffix == p.suffix || strings.HasSuffix(hp.suffix, p.suffix)) {
+		if p.Covers(hp) {
 			return true
 		}
 	}
@@ -382,8 +381,7 @@ func (p *EffectivePolicy) Decide(q Query) Decision {
 func compileRules(entries []Entry) []*rule {
 	out := make([]*rule, 0, len(entries))
 	for _, en := range entries {
-		r, _ := compileRule(en)
-		out = append(out, r)
+		out = append(out, compileRule(en))
 	}
 	return out
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-egress/sluice/rules/match"
 )
 
 // MinTokenLen is the shortest tenant token Compile accepts.
@@ -116,18 +118,21 @@ type Decision struct {
 	// Reason is one of the Reason constants for a Deny, "" otherwise.
 	Reason string
 	// Entry is the entry that let the query through (the engine's own copy: do not
-	// modify); nil for a Deny.
+	// modify); nil for a Deny. Its Origin says where it came from.
 	Entry *Entry
 	// Tenant is the tenant the query was decided for.
 	Tenant string
+	// AllowAddresses are Entry's allow_addresses, parsed: the addresses inside the
+	// dialer's deny ranges that this decision may reach (the engine's own copy: do not
+	// modify). nil: none, as for every Deny. The decision carries them, so that one
+	// taken just before a reload still dials what it was decided for.
+	AllowAddresses []netip.Prefix
 }
 
 // Engine is a compiled policy: immutable and safe for concurrent use.
 type Engine struct {
 	tenants  map[string]*tenant
 	upstream map[string]netip.Addr
-	// addrs holds each entry's parsed allow_addresses, keyed by the engine's entry copy.
-	addrs map[*Entry][]netip.Prefix
 	// decoy is compared against for unknown tenants, so that they take as long as known
 	// ones; it is the hash of random bytes, so no token matches it.
 	decoy [sha256.Size]byte
@@ -149,10 +154,12 @@ type class struct {
 // rule is one compiled entry.
 type rule struct {
 	entry   *Entry
-	host    hostPattern
+	host    match.HostPattern
 	ports   []int
 	methods []string
 	paths   []string
+	// allow are the entry's allow_addresses, parsed.
+	allow []netip.Prefix
 }
 
 // defaultPorts are the ports of an entry that names none.
@@ -170,7 +177,6 @@ func Compile(cfg *Config) (*Engine, error) {
 	e := &Engine{
 		tenants:  map[string]*tenant{},
 		upstream: map[string]netip.Addr{},
-		addrs:    map[*Entry][]netip.Prefix{},
 		runs:     &runTable{},
 		grants:   &grantTable{},
 	}
@@ -198,8 +204,8 @@ func Compile(cfg *Config) (*Engine, error) {
 		for cn, cl := range t.Classes {
 			cc := &class{}
 			if cl != nil {
-				cc.allow = e.compileEntries(cfg, cl.Allow)
-				cc.passthrough = e.compileEntries(cfg, cl.Passthrough)
+				cc.allow = compileEntries(cfg, cl.Allow)
+				cc.passthrough = compileEntries(cfg, cl.Passthrough)
 			}
 			ct.classes[cn] = cc
 		}
@@ -234,48 +240,30 @@ func readToken(cfg *Config, name string, t *Tenant) ([sha256.Size]byte, error) {
 }
 
 // compileEntries compiles a class's validated config entries, expanding presets.
-func (e *Engine) compileEntries(cfg *Config, entries []Entry) []*rule {
+func compileEntries(cfg *Config, entries []Entry) []*rule {
 	expanded, _ := expandConfigEntries(cfg, entries)
-	out := make([]*rule, 0, len(expanded))
-	for _, en := range expanded {
-		r, prefixes := compileRule(en)
-		if prefixes != nil {
-			e.addrs[r.entry] = prefixes
-		}
-		out = append(out, r)
-	}
-	return out
+	return compileRules(expanded)
 }
 
-// pathUnder reports whether path lies under prefix. A prefix ending in "/"
-// is a plain prefix; one without ends at a segment boundary, so that "/v1"
-// covers "/v1" and "/v1/x" but not "/v10" or "/v1.bak".
-func pathUnder(path, prefix string) bool {
-	if !strings.HasPrefix(path, prefix) {
-		return false
-	}
-	return strings.HasSuffix(prefix, "/") || len(path) == len(prefix) || path[len(prefix)] == '/'
-}
-
-// compileRule compiles one validated entry (no preset) into a rule holding its own copy,
-// and returns its parsed allow_addresses.
-func compileRule(en Entry) (*rule, []netip.Prefix) {
+// compileRule compiles one validated entry (no preset) into a rule holding its own copy.
+func compileRule(en Entry) *rule {
 	c := cloneEntry(en)
 	r := &rule{entry: &c, ports: c.Ports, methods: c.Methods}
-	r.host, _ = parseHostPattern(en.Host) // validated
+	r.host, _ = match.ParseHostPattern(en.Host) // validated
 	if len(r.ports) == 0 {
 		r.ports = defaultPorts
 	}
 	for _, p := range c.Paths {
-		d, _ := cleanPath(p) // validated
+		d, _ := match.CleanPath(p) // validated
 		r.paths = append(r.paths, d)
 	}
-	var prefixes []netip.Prefix
 	for _, a := range c.AllowAddresses {
 		p, _ := parsePrefix(a) // validated
-		prefixes = append(prefixes, p)
+		r.allow = append(r.allow, p)
 	}
-	return r, prefixes
+	// Decisions share the slice: an append to one must not write into it.
+	r.allow = slices.Clip(r.allow)
+	return r
 }
 
 // Identify checks a client's credentials: user is "tenant" or "tenant/class" (class
@@ -340,13 +328,11 @@ func (e *Engine) Decide(q Query) Decision {
 // decideIn decides q on the entries of cl and then those of own (a run's own entries,
 // the tenant's grants; nil ones are skipped), filling in d.
 func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
-	host, err := NormalizeHost(q.Host)
+	host, err := match.NormalizeHost(q.Host)
 	if err != nil {
 		d.Reason = ReasonBadHost
 		return d
 	}
-	_, ipErr := netip.ParseAddr(host)
-	isIP := ipErr == nil
 
 	// failure is how far the best host-matching entry got: the higher, the more specific.
 	const (
@@ -380,14 +366,14 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 		}
 		for _, list := range lists {
 			for _, r := range list.rules {
-				if !r.host.match(host, isIP) {
+				if !r.host.Match(host) {
 					continue
 				}
 				if !slices.Contains(r.ports, q.Port) {
 					note(failPort)
 					continue
 				}
-				d.Action, d.Entry = list.action, r.entry
+				d.Action, d.Entry, d.AllowAddresses = list.action, r.entry, r.allow
 				return d
 			}
 		}
@@ -405,7 +391,7 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 		}
 		for _, rules := range lists {
 			for _, r := range rules {
-				if !r.host.match(host, isIP) {
+				if !r.host.Match(host) {
 					continue
 				}
 				if !slices.Contains(r.ports, q.Port) {
@@ -418,10 +404,10 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 				}
 				if len(r.paths) > 0 {
 					if !pathDone {
-						path, pathErr = cleanPath(q.Path)
+						path, pathErr = match.CleanPath(q.Path)
 						pathDone = true
 					}
-					if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return pathUnder(path, p) }) {
+					if pathErr != nil || !slices.ContainsFunc(r.paths, func(p string) bool { return match.PathUnder(path, p) }) {
 						note(failPath)
 						continue
 					}
@@ -430,7 +416,7 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 					note(failWebSocket)
 					continue
 				}
-				d.Action, d.Entry = Allow, r.entry
+				d.Action, d.Entry, d.AllowAddresses = Allow, r.entry, r.allow
 				return d
 			}
 		}
@@ -443,15 +429,6 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 		failWebSocket: ReasonWebSocketNotAllowed,
 	}[failure]
 	return d
-}
-
-// AllowedAddresses returns the allow_addresses of the entry behind d, parsed; nil if none
-// (or if d is a Deny or comes from another engine).
-func (e *Engine) AllowedAddresses(d Decision) []netip.Prefix {
-	if d.Action == Deny || d.Entry == nil {
-		return nil
-	}
-	return slices.Clone(e.addrs[d.Entry])
 }
 
 // UpstreamHosts returns the static resolutions of upstream.hosts, keyed by normalised

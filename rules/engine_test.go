@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -301,31 +302,51 @@ func TestEngineIsACopy(t *testing.T) {
 	}
 }
 
-func TestAllowedAddresses(t *testing.T) {
+func TestDecisionAllowAddresses(t *testing.T) {
 	f := MustFixture(t, decideConfig, "acme", "globex")
 	e := f.engine
 	d := e.Decide(Query{Identity: acmeAgent, Host: "mirror.internal.test", Port: 443})
-	got := e.AllowedAddresses(d)
 	want := []netip.Prefix{netip.MustParsePrefix("10.1.2.3/32"), netip.MustParsePrefix("10.9.0.0/16")}
-	if !slices.Equal(got, want) {
-		t.Errorf("AllowedAddresses = %v, want %v", got, want)
+	if d.Action != Inspect || !slices.Equal(d.AllowAddresses, want) {
+		t.Errorf("decision = %v %v, want inspect %v", d.Action, d.AllowAddresses, want)
 	}
-	if got := e.AllowedAddresses(e.Decide(Query{Identity: acmeAgent, Host: "api.example.test", Port: 443})); got != nil {
-		t.Errorf("entry without allow_addresses: %v, want nil", got)
+	if d := e.Decide(Query{Identity: acmeAgent, Host: "api.example.test", Port: 443}); d.AllowAddresses != nil {
+		t.Errorf("entry without allow_addresses: %v, want nil", d.AllowAddresses)
 	}
-	deny := e.Decide(Query{Identity: acmeAgent, Host: "mirror.internal.test", Port: 22})
-	if got := e.AllowedAddresses(deny); got != nil {
-		t.Errorf("deny: %v, want nil", got)
+	if d := e.Decide(Query{Identity: acmeAgent, Host: "mirror.internal.test", Port: 22}); d.Action != Deny || d.AllowAddresses != nil {
+		t.Errorf("deny: %v %v, want deny without addresses", d.Action, d.AllowAddresses)
 	}
-	// A forged decision naming the entry but saying deny gets nothing either.
-	forged := d
-	forged.Action = Deny
-	if got := e.AllowedAddresses(forged); got != nil {
-		t.Errorf("forged deny: %v, want nil", got)
+	// Another tenant's class does not get the entry's addresses.
+	if d := e.Decide(Query{Identity: globexAgent, Host: "mirror.internal.test", Port: 443}); d.AllowAddresses != nil {
+		t.Errorf("other tenant: %v %v, want no addresses", d.Action, d.AllowAddresses)
 	}
-	// An entry from the caller, not from the engine, gets nothing.
-	if got := e.AllowedAddresses(Decision{Action: Inspect, Entry: &Entry{AllowAddresses: []string{"10.0.0.0/8"}}}); got != nil {
-		t.Errorf("foreign entry: %v, want nil", got)
+}
+
+func TestDecisionOutlivesReload(t *testing.T) {
+	f := MustFixture(t, decideConfig, "acme", "globex")
+	q := Query{Identity: acmeAgent, Host: "mirror.internal.test", Port: 443}
+	before := f.engine.Decide(q)
+	want := slices.Clone(before.AllowAddresses)
+	// The reload drops the entry's addresses: the next decision has none, the one taken
+	// before keeps what it was decided for.
+	cfg := f.cfg // Compile copied what it needs
+	for _, cl := range cfg.Tenants["acme"].Classes {
+		for i := range cl.Allow {
+			if cl.Allow[i].Host == "mirror.internal.test" {
+				cl.Allow[i].AllowAddresses = nil
+			}
+		}
+	}
+	next, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.ShareRuns(f.engine)
+	if d := next.Decide(q); d.AllowAddresses != nil {
+		t.Fatalf("after the reload: %v, want no addresses", d.AllowAddresses)
+	}
+	if len(want) == 0 || !slices.Equal(before.AllowAddresses, want) {
+		t.Errorf("decision before the reload = %v, want %v", before.AllowAddresses, want)
 	}
 }
 
@@ -688,7 +709,7 @@ func TestDecideConcurrent(t *testing.T) {
 			for range 200 {
 				d := f.engine.Decide(Query{Identity: acmeAgent, Host: "a.cdn.example.test", Port: 443, Method: "GET", Path: "/x", Stage: StageRequest})
 				_, err := f.engine.Identify("acme", f.tokens["acme"])
-				ok = ok && d.Action == Allow && err == nil && len(f.engine.AllowedAddresses(d)) == 0
+				ok = ok && d.Action == Allow && err == nil && len(d.AllowAddresses) == 0
 			}
 			done <- ok
 		}()
@@ -708,4 +729,11 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatal("denied")
 		}
 	}
+}
+
+func ishex(c byte) bool { return strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 }
+
+func unhex(c byte) byte {
+	v, _ := strconv.ParseUint(string(c), 16, 8)
+	return byte(v)
 }

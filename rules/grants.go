@@ -54,7 +54,7 @@ func (e *Engine) SetGrants(gs []Grant) error {
 		}
 		en := cloneEntry(g.Entry)
 		en.Origin = Origin{Kind: OriginGrant, Grant: g.ID}
-		r, _ := compileRule(en)
+		r := compileRule(en)
 		set.byTenant[g.Tenant] = append(set.byTenant[g.Tenant], &liveGrant{
 			class: g.Class, passthrough: g.Passthrough, expires: g.Expires, rule: r,
 		})

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/sluice-egress/sluice/rules/match"
 )
 
 // Scan actions a policy may give a detection rule (scanning.actions).
@@ -89,7 +91,7 @@ func (v *validator) scanBindings(key string, bs []ScanBinding) {
 			v.fail(k+".hosts", "must list at least one host")
 		}
 		for j, h := range b.Hosts {
-			if _, err := parseHostPattern(h); err != nil {
+			if _, err := match.ParseHostPattern(h); err != nil {
 				v.fail(fmt.Sprintf("%s.hosts[%d]", k, j), "%v", err)
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-egress/sluice/rules/match"
 )
 
 var (
@@ -107,7 +109,7 @@ func (v *validator) presetHosts() {
 		}
 		for i, h := range v.c.Presets.Hosts[slot] {
 			k := fmt.Sprintf("%s[%d]", key, i)
-			hp, err := parseHostPattern(h)
+			hp, err := match.ParseHostPattern(h)
 			if err != nil {
 				v.fail(k, "%v", err)
 				continue
@@ -226,7 +228,7 @@ func (v *validator) tenant(name string, t *Tenant) {
 		}
 		for i, h := range cl.RunExtras {
 			k := fmt.Sprintf("%s.run_extras[%d]", ckey, i)
-			hp, err := parseHostPattern(h)
+			hp, err := match.ParseHostPattern(h)
 			if err != nil {
 				v.fail(k, "%v", err)
 			} else if why := deniedHost(hp); why != "" {
@@ -257,7 +259,7 @@ func (v *validator) entry(key string, e *Entry, passthrough bool) {
 	case e.Host == "":
 		v.fail(key, "set host (or preset)")
 	default:
-		hp, err := parseHostPattern(e.Host)
+		hp, err := match.ParseHostPattern(e.Host)
 		if err != nil {
 			v.fail(key+".host", "%v", err)
 		} else if why := deniedHost(hp); why != "" && !allowsAll(hp, e.AllowAddresses) {
@@ -281,7 +283,7 @@ func (v *validator) entry(key string, e *Entry, passthrough bool) {
 	for i, p := range e.Paths {
 		if !strings.HasPrefix(p, "/") {
 			v.fail(fmt.Sprintf("%s.paths[%d]", key, i), "path %q must start with /", p)
-		} else if _, err := cleanPath(p); err != nil {
+		} else if _, err := match.CleanPath(p); err != nil {
 			v.fail(fmt.Sprintf("%s.paths[%d]", key, i), "path %q has dot segments, control characters or bad escapes", p)
 		}
 	}
@@ -318,9 +320,9 @@ var denyRanges = func() []netip.Prefix {
 
 // deniedHost says why a host pattern names something inside the deny ranges (an IP
 // literal in them, or localhost, RFC 6761), "" when it does not.
-func deniedHost(hp hostPattern) string {
-	if hp.ip {
-		a, _ := netip.ParseAddr(hp.exact)
+func deniedHost(hp match.HostPattern) string {
+	if hp.IsIP() {
+		a, _ := netip.ParseAddr(hp.Exact())
 		for _, p := range denyRanges {
 			if p.Contains(a) {
 				return "in " + p.String()
@@ -328,9 +330,9 @@ func deniedHost(hp hostPattern) string {
 		}
 		return ""
 	}
-	name := hp.exact
+	name := hp.Exact()
 	if name == "" {
-		name = hp.suffix[1:]
+		name = hp.Suffix()[1:]
 	}
 	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		return "a loopback name"
@@ -339,11 +341,11 @@ func deniedHost(hp hostPattern) string {
 }
 
 // allowsAll reports whether allow_addresses covers the IP literal of hp.
-func allowsAll(hp hostPattern, allow []string) bool {
-	if !hp.ip {
+func allowsAll(hp match.HostPattern, allow []string) bool {
+	if !hp.IsIP() {
 		return false
 	}
-	a, _ := netip.ParseAddr(hp.exact)
+	a, _ := netip.ParseAddr(hp.Exact())
 	for _, s := range allow {
 		if p, err := parsePrefix(s); err == nil && p.Contains(a) {
 			return true

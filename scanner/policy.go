@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/sluice-egress/sluice/rules/match"
 )
 
 // Action is what the gateway does with a finding.
@@ -73,7 +75,8 @@ const (
 type Binding struct {
 	// Rule is the detection rule id whose secrets are bound ("github-pat").
 	Rule string
-	// Hosts are exact hosts or "*.suffix" patterns.
+	// Hosts are exact hosts or "*.suffix" patterns, matched as the policy matches
+	// entry hosts (match.Host); one that does not parse binds nothing.
 	Hosts []string
 	// Headers where the credential may travel; empty: Authorization.
 	Headers []string
@@ -97,20 +100,11 @@ func (b Binding) matches(rule, header, host string) bool {
 		return false
 	}
 	for _, p := range b.Hosts {
-		if hostMatch(p, host) {
+		if match.Host(p, host) {
 			return true
 		}
 	}
 	return false
-}
-
-// hostMatch matches "*.suffix" (one or more labels below suffix) or an exact host.
-func hostMatch(pattern, host string) bool {
-	pattern, host = strings.ToLower(pattern), strings.ToLower(strings.TrimSuffix(host, "."))
-	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
-		return strings.HasSuffix(host, "."+rest)
-	}
-	return pattern == host
 }
 
 // DefaultBindings are the shipped bindings of common providers' credentials

@@ -46,13 +46,9 @@ func (h *policyHolder) Identify(user, token string) (rules.Identity, error) {
 	return h.cur.Load().Identify(user, token)
 }
 
+// Decide asks the current engine. The decision carries what it allows to be dialled,
+// so it stays whole if the engine is swapped before the dial.
 func (h *policyHolder) Decide(q rules.Query) rules.Decision { return h.cur.Load().Decide(q) }
-
-// AllowedAddresses asks the current engine: a decision made by the engine just replaced
-// gets nil (the dialer's deny ranges apply in full), which fails closed.
-func (h *policyHolder) AllowedAddresses(d rules.Decision) []netip.Prefix {
-	return h.cur.Load().AllowedAddresses(d)
-}
 
 // swap installs e, carrying the registered runs over.
 func (h *policyHolder) swap(e *rules.Engine) {

@@ -1,25 +1,25 @@
-package rules
+package match
 
 import (
 	"errors"
 	"strings"
 )
 
-// errBadPath is returned by cleanPath; a request whose path it refuses matches no entry
-// that restricts paths.
-var errBadPath = errors.New("bad path")
+// ErrBadPath is returned by CleanPath; a request whose path it refuses matches no entry
+// (nor binding) that restricts paths.
+var ErrBadPath = errors.New("bad path")
 
-// cleanPath returns the percent-decoded form of an escaped URL path (as on the wire, e.g.
-// from url.URL.EscapedPath) for prefix matching, or errBadPath when the path could escape
+// CleanPath returns the percent-decoded form of an escaped URL path (as on the wire, e.g.
+// from url.URL.EscapedPath) for prefix matching, or ErrBadPath when the path could escape
 // a prefix on some server: a dot segment ("..", ".", also spelled "%2e%2E", with a
 // backslash as separator, or with ";params" as in "..;"), a double-encoded dot, slash,
 // backslash or percent ("%252e"), a broken escape, or a control character. Well-behaved
 // clients remove dot segments before sending (RFC 3986 section 5.2.4), so refusing
 // rather than resolving them costs nothing and leaves no gap between what is checked and
 // what an upstream server routes on.
-func cleanPath(p string) (string, error) {
+func CleanPath(p string) (string, error) {
 	if p == "" || p[0] != '/' {
-		return "", errBadPath
+		return "", ErrBadPath
 	}
 	var b strings.Builder
 	b.Grow(len(p))
@@ -27,13 +27,13 @@ func cleanPath(p string) (string, error) {
 		c := p[i]
 		if c == '%' {
 			if i+2 >= len(p) || !ishex(p[i+1]) || !ishex(p[i+2]) {
-				return "", errBadPath
+				return "", ErrBadPath
 			}
 			c = unhex(p[i+1])<<4 | unhex(p[i+2])
 			i += 2
 		}
 		if c < 0x20 || c == 0x7f {
-			return "", errBadPath
+			return "", ErrBadPath
 		}
 		b.WriteByte(c)
 	}
@@ -43,7 +43,7 @@ func cleanPath(p string) (string, error) {
 		if d[i] == '%' && ishex(d[i+1]) && ishex(d[i+2]) {
 			switch unhex(d[i+1])<<4 | unhex(d[i+2]) {
 			case '.', '/', '\\', '%':
-				return "", errBadPath
+				return "", ErrBadPath
 			}
 		}
 	}
@@ -51,10 +51,20 @@ func cleanPath(p string) (string, error) {
 		// Servlet containers drop ";params" from a segment before resolving dots.
 		seg, _, _ = strings.Cut(seg, ";")
 		if seg == "." || seg == ".." {
-			return "", errBadPath
+			return "", ErrBadPath
 		}
 	}
 	return d, nil
+}
+
+// PathUnder reports whether path (CleanPath's output) lies under prefix (a cleaned
+// prefix). A prefix ending in "/" is a plain prefix; one without ends at a segment
+// boundary, so that "/v1" covers "/v1" and "/v1/x" but not "/v10" or "/v1.bak".
+func PathUnder(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return strings.HasSuffix(prefix, "/") || len(path) == len(prefix) || path[len(prefix)] == '/'
 }
 
 func ishex(c byte) bool {

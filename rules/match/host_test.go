@@ -1,4 +1,4 @@
-package rules
+package match
 
 import (
 	"errors"
@@ -115,52 +115,111 @@ func TestParseHostPattern(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			p, err := parseHostPattern(tt.in)
+			p, err := ParseHostPattern(tt.in)
 			if tt.want == "" {
 				if err == nil {
-					t.Fatalf("parseHostPattern(%q) = %v, want error", tt.in, p)
+					t.Fatalf("ParseHostPattern(%q) = %v, want error", tt.in, p)
 				}
 				return
 			}
 			if err != nil || p.String() != tt.want {
-				t.Fatalf("parseHostPattern(%q) = %v, %v; want %q", tt.in, p, err, tt.want)
+				t.Fatalf("ParseHostPattern(%q) = %v, %v; want %q", tt.in, p, err, tt.want)
 			}
 		})
 	}
 }
 
 func TestHostPatternMatch(t *testing.T) {
-	wild, _ := parseHostPattern("*.example.test")
-	exact, _ := parseHostPattern("api.example.test")
-	ip, _ := parseHostPattern("192.0.2.1")
+	wild, _ := ParseHostPattern("*.example.test")
+	exact, _ := ParseHostPattern("api.example.test")
+	ip, _ := ParseHostPattern("192.0.2.1")
 	// A suffix that an IP literal ends with: only reachable by building it by hand, and it
 	// must still not match an IP.
-	numeric := hostPattern{suffix: ".0.2.1"}
+	numeric := HostPattern{suffix: ".0.2.1"}
 	tests := []struct {
 		name string
-		p    hostPattern
+		p    HostPattern
 		host string
-		isIP bool
 		want bool
 	}{
-		{"wild one label", wild, "a.example.test", false, true},
-		{"wild deep", wild, "a.b.c.example.test", false, true},
-		{"wild apex", wild, "example.test", false, false},
-		{"wild lookalike", wild, "evilexample.test", false, false},
-		{"wild other", wild, "example.test.evil.test", false, false},
-		{"exact", exact, "api.example.test", false, true},
-		{"exact sub", exact, "x.api.example.test", false, false},
-		{"ip", ip, "192.0.2.1", true, true},
-		{"ip other", ip, "192.0.2.2", true, false},
-		{"ip pattern vs name", ip, "192.0.2.1", false, false},
-		{"wildcard never matches ip", numeric, "192.0.2.1", true, false},
+		{"wild one label", wild, "a.example.test", true},
+		{"wild deep", wild, "a.b.c.example.test", true},
+		{"wild apex", wild, "example.test", false},
+		{"wild lookalike", wild, "evilexample.test", false},
+		{"wild other", wild, "example.test.evil.test", false},
+		{"exact", exact, "api.example.test", true},
+		{"exact sub", exact, "x.api.example.test", false},
+		{"ip", ip, "192.0.2.1", true},
+		{"ip other", ip, "192.0.2.2", false},
+		{"wildcard never matches ip", numeric, "192.0.2.1", false},
+		{"zero pattern", HostPattern{}, "api.example.test", false},
+		{"zero pattern empty host", HostPattern{}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.p.match(tt.host, tt.isIP); got != tt.want {
-				t.Errorf("%v.match(%q) = %v, want %v", tt.p, tt.host, got, tt.want)
+			if got := tt.p.Match(tt.host); got != tt.want {
+				t.Errorf("%v.Match(%q) = %v, want %v", tt.p, tt.host, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestHost(t *testing.T) {
+	tests := []struct {
+		pattern, host string
+		want          bool
+	}{
+		{"*.example.test", "a.example.test", true},
+		{"*.example.test", "A.Example.TEST.", true},
+		{"*.Example.test.", "a.example.test", true},
+		{"api.example.test", "API.example.test", true},
+		{"bücher.example.test", "xn--bcher-kva.example.test", true},
+		{"*.example.test", "example.test", false},
+		{"*.example.test", "evilexample.test", false},
+		{"api.example.test", "x.api.example.test", false},
+		{"192.0.2.1", "192.0.2.1", true},
+		{"192.0.2.1", "[::ffff:192.0.2.1]", true},
+		// Patterns the config refuses match nothing, rather than too much.
+		{"*.test", "a.test", false},
+		{"*", "a.example.test", false},
+		{"", "", false},
+		{"api.example.test", "", false},
+		{"api.example.test", "api.example.test:443", false},
+		{"0x7f.1", "0x7f.1", false},
+	}
+	for _, tt := range tests {
+		if got := Host(tt.pattern, tt.host); got != tt.want {
+			t.Errorf("Host(%q, %q) = %v, want %v", tt.pattern, tt.host, got, tt.want)
+		}
+	}
+}
+
+func TestHostPatternCovers(t *testing.T) {
+	mustParse := func(s string) HostPattern {
+		p, err := ParseHostPattern(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		p, q string
+		want bool
+	}{
+		{"*.example.test", "api.example.test", true},
+		{"*.example.test", "*.a.example.test", true},
+		{"*.example.test", "*.example.test", true},
+		{"*.a.example.test", "*.example.test", false},
+		{"api.example.test", "*.example.test", false},
+		{"api.example.test", "api.example.test", true},
+		{"*.example.test", "*.xexample.test", false},
+		{"*.example.test", "example.test", false},
+		{"192.0.2.1", "192.0.2.1", true},
+	}
+	for _, tt := range tests {
+		if got := mustParse(tt.p).Covers(mustParse(tt.q)); got != tt.want {
+			t.Errorf("%s covers %s = %v, want %v", tt.p, tt.q, got, tt.want)
+		}
 	}
 }
 

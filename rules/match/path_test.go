@@ -1,4 +1,4 @@
-package rules
+package match
 
 import "testing"
 
@@ -36,15 +36,15 @@ func TestCleanPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := cleanPath(tt.in)
+			got, err := CleanPath(tt.in)
 			if tt.wantErr {
 				if err == nil {
-					t.Fatalf("cleanPath(%q) = %q, want error", tt.in, got)
+					t.Fatalf("CleanPath(%q) = %q, want error", tt.in, got)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("cleanPath(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+				t.Fatalf("CleanPath(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 			}
 		})
 	}
@@ -67,8 +67,8 @@ func TestPathUnder(t *testing.T) {
 		{"/", "/", true},
 	}
 	for _, tc := range tests {
-		if got := pathUnder(tc.path, tc.prefix); got != tc.want {
-			t.Errorf("pathUnder(%q, %q) = %v, want %v", tc.path, tc.prefix, got, tc.want)
+		if got := PathUnder(tc.path, tc.prefix); got != tc.want {
+			t.Errorf("PathUnder(%q, %q) = %v, want %v", tc.path, tc.prefix, got, tc.want)
 		}
 	}
 }
