@@ -103,8 +103,9 @@ func DefaultDeny() []netip.Prefix {
 // Classify tells whether a is refused by deny (nil: DefaultDeny) and why.
 // The address is normalised first: its zone is dropped, an IPv4-mapped IPv6
 // address becomes IPv4, and an IPv4 address embedded in a NAT64 (64:ff9b::/96,
-// 64:ff9b:1::/48), 6to4 (2002::/16), Teredo, IPv4-compatible (::a.b.c.d) or
-// IPv4-translated (::ffff:0:a.b.c.d) address is checked as well, so that no
+// 64:ff9b:1::/48), 6to4 (2002::/16), Teredo, IPv4-compatible (::a.b.c.d),
+// IPv4-translated (::ffff:0:a.b.c.d) or ISATAP (any prefix, interface
+// identifier [02]00:5efe:a.b.c.d) address is checked as well, so that no
 // spelling of 127.0.0.1 passes. The unspecified address and the cloud
 // metadata addresses are refused even when deny does not list them.
 // For an allowed address why is empty.
@@ -213,7 +214,20 @@ func candidates(dst []candidate, a netip.Addr) []candidate {
 	case v4Transl.Contains(a):
 		dst = append(dst, candidate{v4(12, 13, 14, 15), "IPv4-translated"})
 	}
+	if isISATAP(b) {
+		dst = append(dst, candidate{v4(12, 13, 14, 15), "ISATAP"})
+	}
 	return dst
+}
+
+// isISATAP reports whether b's interface identifier is ISATAP's (RFC 5214,
+// section 6.1): 00-00-5E-FE, or 02-00-5E-FE with the universal bit set,
+// followed by an IPv4 address. The prefix may be any, a public one
+// included: an ISATAP router of that prefix tunnels to the IPv4 address
+// (and a 6to4 prefix with an ISATAP identifier carries two). The group bit
+// is accepted too: a router that ignores it would still deliver.
+func isISATAP(b [16]byte) bool {
+	return b[8]&^0x03 == 0 && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe
 }
 
 // check decides on one resolved address. self are the gateway's own
@@ -224,7 +238,7 @@ func check(a netip.Addr, deny []netip.Prefix, self []netip.Addr, allow []netip.P
 		return verdict{denied: true, addr: a, why: WhyInvalid}
 	}
 	a = normalise(a)
-	var buf [6]candidate
+	var buf [8]candidate
 	for _, c := range candidates(buf[:0], a) {
 		if r, ok := longest(hardDeny, c.addr); ok {
 			return denial(c, r.prefix, r.why)

@@ -204,3 +204,33 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// An ISATAP address (RFC 5214) carries an IPv4 address in its interface
+// identifier, behind any /64 prefix, public ones included: a router of that
+// prefix forwards to the IPv4 address, so it is checked as well.
+func TestClassifyISATAP(t *testing.T) {
+	tests := []struct {
+		addr   string
+		denied bool
+		why    string
+	}{
+		{"2001:db8:1:2:0:5efe:7f00:1", true, "loopback (IPv4 127.0.0.1 embedded in a ISATAP"},
+		{"2001:db8:1:2:200:5efe:7f00:1", true, WhyLoopback}, // u bit set: a global IPv4
+		{"2001:db8::5efe:10.1.2.3", true, WhyPrivate},
+		{"2606:4700:1:2:200:5efe:a9fe:a9fe", true, WhyMetadata},
+		{"2001:db8:1:2:100:5efe:c0a8:101", true, WhyPrivate}, // group bit: still read, fail closed
+		{"2001:db8:1:2:0:5efe:c633:6407", false, ""},         // 198.51.100.7: documentation, allowed
+		{"2001:db8:1:2:0:5eff:7f00:1", false, ""},            // not the ISATAP identifier
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			why, denied := Classify(netip.MustParseAddr(tt.addr), nil)
+			if denied != tt.denied {
+				t.Fatalf("Classify(%s) denied = %v (%q), want %v", tt.addr, denied, why, tt.denied)
+			}
+			if !strings.Contains(why, tt.why) {
+				t.Errorf("Classify(%s) why = %q, want it to contain %q", tt.addr, why, tt.why)
+			}
+		})
+	}
+}

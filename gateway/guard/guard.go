@@ -69,6 +69,11 @@ type Dialer struct {
 	// slice refuses only the addresses that are always refused (unspecified,
 	// cloud metadata, Self).
 	Deny []netip.Prefix
+	// ExtraDeny lists ranges refused besides Deny (or its default): what
+	// an operator adds (config upstream.deny) without having to restate,
+	// and so without the risk of dropping, the default ranges. A
+	// Target.Allow re-opens them as it re-opens Deny's. Nil: none.
+	ExtraDeny []netip.Prefix
 	// Self lists the gateway's own addresses and bridge gateways, always
 	// denied. Nil: 127.0.0.1, ::1, the addresses of this machine's
 	// interfaces (net.InterfaceAddrs), refreshed at most every 5s, plus the
@@ -101,10 +106,14 @@ func (d *Dialer) resolver() Resolver {
 }
 
 func (d *Dialer) deny() []netip.Prefix {
+	base := defaultDeny
 	if d.Deny != nil {
-		return d.Deny
+		base = d.Deny
 	}
-	return defaultDeny
+	if len(d.ExtraDeny) == 0 {
+		return base
+	}
+	return append(append(make([]netip.Prefix, 0, len(base)+len(d.ExtraDeny)), base...), d.ExtraDeny...)
 }
 
 func (d *Dialer) dialFunc() func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -607,3 +607,50 @@ func TestPortFormatting(t *testing.T) {
 		t.Errorf("DialFunc got %v; want two addresses", got)
 	}
 }
+
+// ExtraDeny adds ranges to the defaults (what config's upstream.deny sets):
+// the added range is refused, the default ranges stay refused, an entry's
+// Allow re-opens an added range as it re-opens a default one, and an
+// ISATAP spelling of an added IPv4 range is refused too.
+func TestDialExtraDeny(t *testing.T) {
+	extra := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8:aa::/48")}
+	tests := []struct {
+		name    string
+		answer  string
+		allow   []netip.Prefix
+		wantWhy string // "": dialed
+	}{
+		{"added v4 range", "198.51.100.7", nil, "in deny range 198.51.100.0/24"},
+		{"added v6 range", "2001:db8:aa::1", nil, "in deny range 2001:db8:aa::/48"},
+		{"added range via ISATAP", "2001:db8:1:2:0:5efe:c633:6407", nil, "in deny range 198.51.100.0/24"},
+		{"added range via NAT64", "64:ff9b::c633:6407", nil, "in deny range 198.51.100.0/24"},
+		{"default still refused", "10.1.2.3", nil, WhyPrivate},
+		{"loopback still refused", "127.0.0.1", nil, WhyLoopback},
+		{"outside every range", "198.51.101.7", nil, ""},
+		{"re-opened by the entry", "198.51.100.7", []netip.Prefix{netip.MustParsePrefix("198.51.100.7/32")}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			rec := &recorder{}
+			d := &Dialer{
+				Resolver:  answer(&calls, tt.answer),
+				ExtraDeny: extra,
+				Self:      func() []netip.Addr { return nil },
+				DialFunc:  rec.dial,
+			}
+			conn, err := d.Dial(t.Context(), Target{Host: "up.example.test", Port: 443, Allow: tt.allow})
+			if tt.wantWhy != "" {
+				mustDenied(t, err, tt.wantWhy)
+				if n := len(rec.dialed()); n != 0 {
+					t.Errorf("dialed %d addresses of a refused host", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
+			}
+			conn.Close()
+		})
+	}
+}
