@@ -54,31 +54,70 @@ func Clip(s string, n int) string {
 // maxRedactedPath bounds the path RedactPath keeps.
 const maxRedactedPath = 256
 
+// redacted replaces what looks like data.
+const redacted = "{redacted}"
+
 // RedactPath is a path as an incident of an unscanned request may keep it:
 // a refused request was not scanned, and a path can carry a secret
-// (/hook/<token>), so segments that look like data — long, or mixing letters
-// and digits densely — are replaced, and the whole is clipped.
+// (/hook/<token>), so segments that look like data (see looksLikeData) are
+// replaced, and the whole is clipped.
 func RedactPath(p string) string {
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		if looksLikeData(s) {
-			segs[i] = "{redacted}"
-		}
-	}
-	return Clip(strings.Join(segs, "/"), maxRedactedPath+len(cutMark))
+	return Clip(redactParts(p, "/"), maxRedactedPath+len(cutMark))
 }
 
-// looksLikeData reports whether a path segment is more likely a token or an
-// encoded payload than a name: long, or 16+ characters with both letters and
-// digits and few repeats.
+// RedactHost is a host as an incident of a refused request may keep it,
+// valid or not: the labels that look like data are replaced (a denied name
+// can carry a secret in a label, a malformed one anything at all), the
+// domain it aimed at is kept, and the whole is clipped to MaxShort.
+func RedactHost(h string) string {
+	return Clip(redactParts(h, "."), MaxShort)
+}
+
+// redactParts replaces every part of s between seps that looks like data.
+func redactParts(s, sep string) string {
+	parts := strings.Split(s, sep)
+	for i, p := range parts {
+		if looksLikeData(p) {
+			parts[i] = redacted
+		}
+	}
+	return strings.Join(parts, sep)
+}
+
+// looksLikeData reports whether a path segment or host label is more likely
+// a token or an encoded payload than a name: the whole of it, or one of the
+// words it is made of ("token=…", "user:…@", "….json"), is shaped like one
+// (dataWord).
 func looksLikeData(s string) bool {
+	if dataWord(s) {
+		return true
+	}
+	for w := range strings.FieldsFuncSeq(s, notWordChar) {
+		if len(w) < len(s) && dataWord(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// notWordChar separates the words of a segment: what no token alphabet
+// (hex, base32, base64url) uses besides '-' and '_'.
+func notWordChar(c rune) bool {
+	return !(c == '-' || c == '_' || c < utf8.RuneSelf && (unicode.IsLetter(c) || unicode.IsDigit(c)))
+}
+
+// dataWord: long (over 40 bytes); or 16+ hex digits with nothing but '-'
+// between them (a UUID, a 40-hex token, a card number); or 16+ characters
+// with both letters and digits and few repeats.
+func dataWord(s string) bool {
 	if len(s) > 40 {
 		return true
 	}
 	if len(s) < 16 {
 		return false
 	}
-	var letters, digits int
+	var letters, digits, hex int
+	onlyHex := true
 	seen := map[rune]bool{}
 	for _, c := range s {
 		switch {
@@ -87,7 +126,16 @@ func looksLikeData(s string) bool {
 		case unicode.IsLetter(c):
 			letters++
 		}
+		switch {
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+			hex++
+		case c != '-':
+			onlyHex = false
+		}
 		seen[c] = true
+	}
+	if onlyHex && hex >= 16 && digits > 0 {
+		return true
 	}
 	return letters > 0 && digits > 0 && len(seen) >= len(s)/2
 }

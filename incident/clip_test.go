@@ -77,3 +77,53 @@ func TestJSONShape(t *testing.T) {
 		t.Fatalf("JSON\n%s\nwant\n%s", b, want)
 	}
 }
+
+// Token shapes that are all one alphabet (hex, digits) or wrapped in
+// punctuation are redacted as well: a UUID, a 40-hex token, a card number,
+// a token with a file extension or a key=value around it.
+func TestRedactPathHidesTokenShapes(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"uuid", "/api/keys/550e8400-e29b-41d4-a716-446655440000", "/api/keys/{redacted}"},
+		{"upper uuid", "/k/550E8400-E29B-41D4-A716-446655440000/x", "/k/{redacted}/x"},
+		{"40 hex", "/t/da39a3ee5e6b4b0d3255bfef95601890afd80709", "/t/{redacted}"},
+		{"32 hex with extension", "/hook/0cc175b9c0f1b6a831c399e269772661.json", "/hook/{redacted}"},
+		{"16 digits", "/pay/4111111111111111", "/pay/{redacted}"},
+		{"key=value", "/x/token=k9XqT2mZ7vLp4RwA8sJd", "/x/{redacted}"},
+		{"userinfo", "/u/bob:k9XqT2mZ7vLp4RwA8sJd@x", "/u/{redacted}"},
+		{"short hex id", "/commits/abc1234", "/commits/abc1234"},
+		{"date", "/archive/2024-01-31", "/archive/2024-01-31"},
+		{"word with extension", "/static/application.min.js", "/static/application.min.js"},
+		{"version", "/v1.2.3-beta.4/index.html", "/v1.2.3-beta.4/index.html"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RedactPath(tc.in); got != tc.want {
+				t.Fatalf("RedactPath(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// RedactHost keeps a host's shape (the domain it aimed at is evidence) and
+// replaces labels that look like data, whether or not the host is valid.
+func TestRedactHost(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"plain", "api.example.test", "api.example.test"},
+		{"token label", "k9XqT2mZ7vLp4RwA8sJd.attacker.test", "{redacted}.attacker.test"},
+		{"uuid label", "550e8400-e29b-41d4-a716-446655440000.attacker.test", "{redacted}.attacker.test"},
+		{"ip", "198.51.100.7", "198.51.100.7"},
+		{"v6", "2001:db8::1", "2001:db8::1"},
+		{"bad host with userinfo", "bob:k9XqT2mZ7vLp4RwA8sJd@evil.test", "{redacted}.test"},
+		{"bad host with spaces", "token k9XqT2mZ7vLp4RwA8sJd", "{redacted}"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RedactHost(tc.in); got != tc.want {
+				t.Fatalf("RedactHost(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+	if got := RedactHost(strings.Repeat("a.", 300)); len(got) > MaxShort {
+		t.Fatalf("long host kept %d bytes", len(got))
+	}
+}

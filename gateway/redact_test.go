@@ -1,0 +1,79 @@
+package gateway_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// lockedBuffer is a log destination safe for the gateway's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRefusalsKeepNoTokens: a refused request is not scanned, yet its path
+// and host are kept as evidence; what looks like a token in them (a UUID, a
+// 40-hex value, a token-shaped label of a malformed host) reaches neither
+// the incident nor the log.
+func TestRefusalsKeepNoTokens(t *testing.T) {
+	w := newWorld(t)
+	logs := &lockedBuffer{}
+	w.gw.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	uuid := "550e8400-e29b-41d4-a716-446655440000"
+	hex40 := "da39a3ee5e6b4b0d3255bfef95601890afd80709"
+	label := "tok_k9XqT2mZ7vLp4RwA8sJd"
+
+	c := w.acme()
+	for _, p := range []string{"/admin/" + uuid, "/hooks/" + hex40 + "/send"} {
+		resp, err := c.Get(w.url("api.example.test", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("GET %s: status %d, want 403", p, resp.StatusCode)
+		}
+	}
+	for _, authority := range []string{label + ".evil.test:443", fmt.Sprintf("%s.evil.test:%d", label, w.up.port)} {
+		_, resp := w.connect("acme", w.tokens["acme"], authority)
+		if resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("CONNECT %s: %v, want 400", authority, resp)
+		}
+	}
+
+	w.sink.mu.Lock()
+	events := fmt.Sprintf("%+v", w.sink.events)
+	n := len(w.sink.events)
+	w.sink.mu.Unlock()
+	if n < 4 {
+		t.Fatalf("%d events, want 4", n)
+	}
+	for _, secret := range []string{uuid, hex40, label} {
+		if strings.Contains(events, secret) {
+			t.Errorf("an incident keeps %q: %s", secret, events)
+		}
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log keeps %q", secret)
+		}
+	}
+	if !strings.Contains(events, "{redacted}.evil.test") || !strings.Contains(events, "/admin/{redacted}") {
+		t.Errorf("the redacted host or path lost its shape: %s", events)
+	}
+}
