@@ -87,7 +87,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
 			inj.apply(pr.Out)
 		},
-		ModifyResponse: inj.scrub,
+		ModifyResponse: g.modifyResponse(inj),
 		Transport:      g.transport(id.Tenant, allow),
 		// FlushInterval stays 0: bodies of known length are written in
 		// full records; ReverseProxy flushes at once for event streams and
