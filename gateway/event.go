@@ -24,32 +24,42 @@ const (
 	ReasonUpstreamUnreachable = "upstream-unreachable"
 	ReasonTLSHandshake        = "client-tls-failed"
 	ReasonCAUnavailable       = "ca-unavailable"
+	// ReasonIncidentStoreUnavailable: a finding the gateway would have
+	// forwarded with a record (alert, redact) could not be recorded; the
+	// request was refused rather than forwarded unrecorded.
+	ReasonIncidentStoreUnavailable = "incident-store-unavailable"
 )
 
 // EventSink receives what the gateway refused, blocked or flagged, as
-// incidents without an ID. Emit must not block for long: it is called on the
-// request path. It returns the incident id when the event was recorded as
-// one, or "".
+// incidents without an ID. Emit is called on the request path: it must
+// return within a bound of its own, never hang on a stalled store. It
+// returns the incident id when the event was recorded as one, or "" when it
+// is deliberately not stored (an unauthenticated client's refusal); err when
+// it should have been recorded and could not be (the store is down or did
+// not take it in time). The gateway then fails closed: a refusal is still
+// sent, and a request it would have forwarded with a finding is refused
+// (503, ReasonIncidentStoreUnavailable).
 type EventSink interface {
-	Emit(ctx context.Context, in incident.Incident) (incidentID string)
+	Emit(ctx context.Context, in incident.Incident) (incidentID string, err error)
 }
 
 // discardSink is used when Gateway.Events is nil.
 type discardSink struct{}
 
-func (discardSink) Emit(context.Context, incident.Incident) string { return "" }
+func (discardSink) Emit(context.Context, incident.Incident) (string, error) { return "", nil }
 
 // recordFinding is the one place a finding becomes an event: it emits the
 // finding of r (for the run id, towards host:port) as an incident keeping
 // path, logs it, and returns the incident id or "". The caller sets the
-// finding's Action to what the gateway does with it.
-func (g *Gateway) recordFinding(ctx context.Context, r *http.Request, id rules.Identity, host string, port int, path string, f scanner.Finding) string {
+// finding's Action to what the gateway does with it. err says the finding
+// could not be recorded: the caller must not forward what it belongs to.
+func (g *Gateway) recordFinding(ctx context.Context, r *http.Request, id rules.Identity, host string, port int, path string, f scanner.Finding) (string, error) {
 	reason, level := scanner.KindReason(f.Kind), slog.LevelInfo
 	if f.Kind == KindCredential {
 		// The gateway's own kind: the sandbox holds a real secret.
 		reason, level = ReasonRealCredential, slog.LevelWarn
 	}
-	inc := g.events().Emit(ctx, incident.Incident{
+	inc, err := g.events().Emit(ctx, incident.Incident{
 		Time: time.Now(), Tenant: id.Tenant, Class: id.Class, Run: id.Run,
 		Kind: f.Kind, Reason: reason, Action: f.Action.String(),
 		Host: host, Port: port, Method: r.Method, Path: path, Client: r.RemoteAddr,
@@ -58,5 +68,8 @@ func (g *Gateway) recordFinding(ctx context.Context, r *http.Request, id rules.I
 	g.logger().Log(ctx, level, "finding", logTenant, id.Tenant, logClass, id.Class, logHost, host, logPort, port,
 		"kind", f.Kind, "rule", f.Rule, "where", f.Where, "decoding", f.Decoding,
 		"action", f.Action.String(), "fingerprint", f.Fingerprint, "incident", inc)
-	return inc
+	if err != nil {
+		g.logger().Error("finding not recorded", logTenant, id.Tenant, logHost, host, "rule", f.Rule, logErr, err)
+	}
+	return inc, err
 }

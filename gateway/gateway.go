@@ -207,8 +207,11 @@ type refusal struct {
 
 // refuse answers with the status and Sluice-Reason, records the event and
 // logs it. The body is one line of text.
+// A refusal whose incident could not be recorded is still sent, without an
+// incident id.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
-	writeRefusal(w, f.status, f.reason, g.record(r.Context(), r, f), f.msg)
+	inc, _ := g.record(r.Context(), r, f)
+	writeRefusal(w, f.status, f.reason, inc, f.msg)
 }
 
 // writeRefusal is the one place a refusal is written: the status, the
@@ -230,8 +233,9 @@ func writeRefusal(w http.ResponseWriter, status int, reason, incidentID, msg str
 	fmt.Fprintf(w, "sluice: %s: %s\n", reason, msg)
 }
 
-// record emits the event for a refusal and logs it; it returns the incident id.
-func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) string {
+// record emits the event for a refusal and logs it; it returns the incident
+// id, and the sink's error (logged here) when it could not be recorded.
+func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) (string, error) {
 	host, port := f.host, f.port
 	if host == "" && r != nil {
 		host, port = splitHostPortDefault(r.Host, 0)
@@ -257,7 +261,11 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) string
 	}
 	g.logger().Info("refused", logTenant, e.Tenant, logClass, e.Class, logHost, host, logPort, port,
 		"method", method, logReason, f.reason, logClient, e.Client)
-	return g.events().Emit(ctx, e)
+	inc, err := g.events().Emit(ctx, e)
+	if err != nil {
+		g.logger().Error("refusal not recorded", logTenant, e.Tenant, logHost, host, logReason, f.reason, logErr, err)
+	}
+	return inc, err
 }
 
 // splitHostPortDefault splits "host:port"; without a port it returns def.

@@ -38,11 +38,13 @@ func inTunnel(r *http.Request) bool { return r.URL != nil && !r.URL.IsAbs() }
 // their bound place in r: a bound host, port and path, inside TLS, in the
 // header or query parameter the credential names. nil: no credentials.
 // Where a phantom belongs but a real-looking secret of its kind sits
-// instead, it records an alert (whatever the scan then decides).
-func (g *Gateway) phantomAllowed(r *http.Request, id rules.Identity, host string, port int) func(fp, where, decoding string) bool {
+// instead, it records an alert (whatever the scan then decides); err says
+// that alert could not be recorded.
+func (g *Gateway) phantomAllowed(r *http.Request, id rules.Identity, host string, port int) (func(fp, where, decoding string) bool, error) {
 	if g.Credentials == nil || !inTunnel(r) {
-		return nil
+		return nil, nil
 	}
+	var recErr error
 	var ok []*phantom.Use
 	for _, u := range g.Credentials.Uses(id.Tenant, id.Run) {
 		if !u.Binds(host, port, r.URL.EscapedPath()) {
@@ -54,11 +56,16 @@ func (g *Gateway) phantomAllowed(r *http.Request, id rules.Identity, host string
 		}
 		real, _ := u.Credential.Secret.Secret() // unreadable: only the shape is compared
 		if fp, found := u.Lookalike(r, real); found {
-			g.alertRealCredential(r, id, host, port, u, fp)
+			if err := g.alertRealCredential(r, id, host, port, u, fp); err != nil {
+				recErr = err
+			}
 		}
 	}
+	if recErr != nil {
+		return nil, recErr
+	}
 	if len(ok) == 0 {
-		return nil
+		return nil, nil
 	}
 	return func(fp, where, decoding string) bool {
 		for _, u := range ok {
@@ -68,7 +75,7 @@ func (g *Gateway) phantomAllowed(r *http.Request, id rules.Identity, host string
 			}
 		}
 		return false
-	}
+	}, nil
 }
 
 // injection is what forward does for the credentials of one request: the
@@ -126,12 +133,13 @@ func (g *Gateway) credentials(w http.ResponseWriter, r *http.Request, id rules.I
 
 // alertRealCredential records that the sandbox sent a real-looking secret
 // where its phantom belongs: it got hold of a real one.
-func (g *Gateway) alertRealCredential(r *http.Request, id rules.Identity, host string, port int, u *phantom.Use, fp string) {
+func (g *Gateway) alertRealCredential(r *http.Request, id rules.Identity, host string, port int, u *phantom.Use, fp string) error {
 	where, _ := u.Where()
-	g.recordFinding(r.Context(), r, id, host, port, incident.RedactPath(r.URL.Path), scanner.Finding{
+	_, err := g.recordFinding(r.Context(), r, id, host, port, incident.RedactPath(r.URL.Path), scanner.Finding{
 		Kind: KindCredential, Rule: ReasonRealCredential + ":" + u.Credential.Name, Where: where,
 		Snippet: "a value of the credential's kind that is not its phantom", Fingerprint: fp, Action: scanner.Alert,
 	})
+	return err
 }
 
 // apply swaps phantoms for real secrets in the outgoing request.

@@ -57,7 +57,14 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	if r.Body != nil && r.Body != http.NoBody {
 		req.Body = r.Body
 	}
-	req.PhantomAllowed = g.phantomAllowed(r, id, host, port)
+	allowed, err := g.phantomAllowed(r, id, host, port)
+	if err != nil {
+		// The sandbox holds a real secret and the alert saying so could not
+		// be recorded: nothing goes on unrecorded.
+		g.unrecorded(w, id, host)
+		return false, nop
+	}
+	req.PhantomAllowed = allowed
 	release, ok := g.reserveScanMemory(r)
 	if !ok {
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanBusy,
@@ -84,11 +91,22 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		return false, nop
 	}
 	incidentID := ""
+	var recErr error
 	for _, f := range res.Findings {
-		inc := g.recordFinding(r.Context(), r, id, host, port, res.Path, f)
+		inc, err := g.recordFinding(r.Context(), r, id, host, port, res.Path, f)
 		if incidentID == "" && f.Action == res.Verdict {
 			incidentID = inc
 		}
+		if err != nil {
+			recErr = err
+		}
+	}
+	if recErr != nil && res.Verdict != scanner.Block {
+		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
+			c.Close()
+		}
+		g.unrecorded(w, id, host)
+		return false, nop
 	}
 	if res.Verdict == scanner.Block {
 		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
@@ -117,6 +135,16 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	}
 	held = false
 	return true, release
+}
+
+// unrecorded refuses a request that would have been forwarded with a
+// finding the store could not take: an alert nobody can see is no alert.
+// The refusal itself is not recorded either (the store just failed); the
+// sink counted the failure.
+func (g *Gateway) unrecorded(w http.ResponseWriter, id rules.Identity, host string) {
+	g.logger().Warn("refused: finding not recorded", logTenant, id.Tenant, logHost, host, logReason, ReasonIncidentStoreUnavailable)
+	writeRefusal(w, http.StatusServiceUnavailable, ReasonIncidentStoreUnavailable, "",
+		"the gateway could not record what it found in this request; nothing was forwarded, retry shortly")
 }
 
 // reserveScanMemory takes r's share of ScanMemory: its Content-Length, or

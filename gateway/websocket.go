@@ -291,6 +291,7 @@ func (s *wsSession) check(where string, data []byte) ([]byte, error) {
 	// signed or counted: on a WebSocket, redact blocks.
 	blocked := res.Verdict == scanner.Block || res.Verdict == scanner.Redact
 	reason := res.Reason
+	var recErr error
 	for _, f := range res.Findings {
 		if f.Action == scanner.Redact {
 			f.Action = scanner.Block
@@ -303,7 +304,14 @@ func (s *wsSession) check(where string, data []byte) ([]byte, error) {
 		} else {
 			f.Where = where
 		}
-		g.recordFinding(ctx, r, id, s.host, s.port, incident.RedactPath(r.URL.Path), f)
+		if _, err := g.recordFinding(ctx, r, id, s.host, s.port, incident.RedactPath(r.URL.Path), f); err != nil {
+			recErr = err
+		}
+	}
+	if !blocked && recErr != nil {
+		// An alert that could not be recorded: the message does not go on
+		// unrecorded.
+		return s.close(wsCloseInternalError, ReasonIncidentStoreUnavailable)
 	}
 	if !blocked {
 		return nil, nil

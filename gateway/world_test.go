@@ -348,11 +348,11 @@ type recordingSink struct {
 	events []incident.Incident
 }
 
-func (s *recordingSink) Emit(_ context.Context, e incident.Incident) string {
+func (s *recordingSink) Emit(_ context.Context, e incident.Incident) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, e)
-	return "inc-" + strconv.Itoa(len(s.events))
+	return "inc-" + strconv.Itoa(len(s.events)), nil
 }
 
 func (s *recordingSink) reasons() []string {

@@ -69,7 +69,9 @@ func (w *Writer) maxBatch() int {
 
 // Write stores in and returns its id (in.ID, or a new one from NewID) once
 // the transaction holding it has committed. It blocks while the queue is
-// full; ctx bounds only that wait: once queued, the incident is written.
+// full and while the batch commits; ctx bounds both waits. An incident
+// already queued when ctx ends is still written, but Write returns
+// ctx.Err() without its id: the caller cannot count on it.
 func (w *Writer) Write(ctx context.Context, in incident.Incident) (string, error) {
 	w.init()
 	if in.Time.IsZero() {
@@ -91,10 +93,17 @@ func (w *Writer) Write(ctx context.Context, in incident.Incident) (string, error
 		w.mu.RUnlock()
 		return "", ctx.Err()
 	}
-	if err := <-p.err; err != nil {
-		return "", err
+	select {
+	case err := <-p.err:
+		if err != nil {
+			return "", err
+		}
+		return in.ID, nil
+	case <-ctx.Done():
+		// A stalled commit must not hold the caller (the gateway's request
+		// path); p.err is buffered, so the writer never blocks on it.
+		return "", ctx.Err()
 	}
-	return in.ID, nil
 }
 
 // Depth is the number of incidents waiting for a batch.

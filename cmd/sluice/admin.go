@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/rules"
@@ -55,7 +57,14 @@ func (s *Server) openStore() error {
 	})
 	o.writer = &store.Writer{Store: st, Logger: s.Logger, OnBatch: o.metrics.ObserveBatch}
 	s.cas.OnLeaf = o.metrics.ObserveLeaf
-	s.events = &incidentSink{Writer: o.writer, Metrics: o.metrics, Logger: s.Logger}
+	// Incidents the store could not take in time: each one refused a
+	// request (fail closed), so an operator must see them rise.
+	unrecorded := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_incidents_unrecorded_total",
+		Help: "Incidents the store could not commit in time; the requests they belonged to were refused.",
+	})
+	o.metrics.Registry.MustRegister(unrecorded)
+	s.events = &incidentSink{Writer: o.writer, Metrics: o.metrics, Logger: s.Logger, OnUnrecorded: unrecorded.Inc}
 	return nil
 }
 

@@ -24,14 +24,14 @@ type alertingSink struct {
 	alerts *alert.Sink
 }
 
-func (k *alertingSink) Emit(ctx context.Context, e incident.Incident) string {
-	id := k.inner.Emit(ctx, e)
+func (k *alertingSink) Emit(ctx context.Context, e incident.Incident) (string, error) {
+	id, err := k.inner.Emit(ctx, e)
 	if id != "" {
 		in := e.Bounded() // query-less, clipped: what the store kept
 		in.ID = id
 		k.alerts.Alert(in)
 	}
-	return id
+	return id, err
 }
 
 // withAlerts wraps the store's sink with the alert sink, when there is one.

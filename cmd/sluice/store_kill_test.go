@@ -245,10 +245,10 @@ func TestUnauthenticatedRefusalsAreNotStored(t *testing.T) {
 	defer st.Close()
 	w := &store.Writer{Store: st}
 	k := &incidentSink{Writer: w}
-	if id := k.Emit(context.Background(), incident.Incident{Reason: gateway.ReasonAuthRequired, Kind: "deny", Action: "block"}); id != "" {
-		t.Fatalf("a 407 became incident %s", id)
+	if id, err := k.Emit(context.Background(), incident.Incident{Reason: gateway.ReasonAuthRequired, Kind: "deny", Action: "block"}); id != "" || err != nil {
+		t.Fatalf("a 407 became incident %s (%v)", id, err)
 	}
-	id := k.Emit(context.Background(), incident.Incident{Tenant: "acme", Reason: "host-not-allowed", Kind: "deny", Path: "/raw?q=1"})
+	id, _ := k.Emit(context.Background(), incident.Incident{Tenant: "acme", Reason: "host-not-allowed", Kind: "deny", Path: "/raw?q=1"})
 	w.Close(context.Background())
 	in, err := st.GetIncident(context.Background(), id)
 	if err != nil || in.Path != "/raw" {
