@@ -59,6 +59,7 @@ tenants:
         allow:
           - host: api.example.test
             ports: [%[1]d]
+            websocket: true
           - host: open.example.test
             ports: [%[1]d]
             methods: [GET, POST]

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -66,11 +67,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	// An allowed WebSocket is scanned message by message (websocket.go).
+	// An allowed WebSocket is scanned message by message, and the
+	// upstream's messages scrubbed of real secrets (websocket.go).
 	ws, _ := upgradeKind(r)
-	ws = ws && g.Scanner != nil
+	ws = ws && (g.Scanner != nil || inj.hasSwaps())
 	if ws {
-		w = g.webSocketWriter(w, r, id, host, port)
+		w = g.webSocketWriter(w, r, id, host, port, inj)
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -114,6 +116,9 @@ func dialRefusal(id rules.Identity, err error, host string, port int, path strin
 	case errors.Is(err, guard.ErrAddressDenied):
 		f.status, f.reason = http.StatusForbidden, ReasonAddressNotAllowed
 		f.msg = "the host resolves to an address the gateway never dials (loopback, private, metadata or its own)"
+	case errors.Is(err, phantom.ErrUnscrubbable):
+		f.status, f.reason = http.StatusBadGateway, ReasonResponseUnscrubbable
+		f.msg = "the upstream answered in an encoding the gateway cannot scrub of credentials; nothing of it was passed on"
 	case errors.As(err, &tlsErr):
 		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamTLS
 		f.msg = "the upstream's certificate did not verify: " + tlsErr.Err.Error()

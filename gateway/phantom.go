@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
+	"sync"
 
 	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/phantom"
@@ -27,6 +29,10 @@ const (
 	ReasonRealCredential = "real-credential"
 	// KindCredential is the event kind of ReasonRealCredential.
 	KindCredential = "credential"
+	// ReasonResponseUnscrubbable: the response of a host a credential is
+	// bound to came in an encoding the gateway cannot scrub of real
+	// secrets (br, zstd, stacked encodings); it was not passed on.
+	ReasonResponseUnscrubbable = "response-unscrubbable"
 )
 
 // inTunnel reports whether r came through an inspected TLS tunnel (its URL
@@ -85,7 +91,9 @@ type injection struct {
 	id     rules.Identity
 	host   string
 	inject []injectUse
-	swaps  []phantom.Swap
+	swaps  []phantom.Swap // complete once apply has run
+	sc     *phantom.Scrubber
+	scOnce sync.Once
 }
 
 type injectUse struct {
@@ -105,6 +113,14 @@ func (g *Gateway) credentials(w http.ResponseWriter, r *http.Request, id rules.I
 	for _, u := range g.Credentials.Uses(id.Tenant, id.Run) {
 		if !u.BindsHost(host, port) {
 			continue
+		}
+		if r.Method == "TRACE" || r.Method == "TRACK" {
+			// TRACE reflects the request as the upstream got it: with the
+			// real secret, in the body, where no scrub expects it.
+			g.refuse(w, r, refusal{id: id, status: http.StatusForbidden, reason: rules.ReasonMethodNotAllowed,
+				host: host, port: port, path: r.URL.Path,
+				msg: r.Method + " is not allowed towards a host a credential is bound to: it would reflect the credential"})
+			return nil, false
 		}
 		real, err := u.Credential.Secret.Secret()
 		if err != nil {
@@ -142,25 +158,68 @@ func (g *Gateway) alertRealCredential(r *http.Request, id rules.Identity, host s
 	return err
 }
 
-// apply swaps phantoms for real secrets in the outgoing request.
+// apply swaps phantoms for real secrets in the outgoing request. Where the
+// response will be scrubbed, it also keeps the upstream from answering in a
+// way the scrub cannot read: only encodings it reads are offered, and no
+// Range is asked for (a part of an echo can hold part of a secret, which no
+// scrub recognises).
 func (inj *injection) apply(out *http.Request) {
 	if inj == nil {
 		return
 	}
 	for _, iu := range inj.inject {
-		iu.use.Inject(out, iu.real)
+		wire, _ := iu.use.InjectWire(out, iu.real)
+		inj.swaps = append(inj.swaps, wire...)
 	}
+	if len(inj.swaps) == 0 {
+		return
+	}
+	out.Header.Set("Accept-Encoding", scrubbableEncoding(out.Header.Values("Accept-Encoding")))
+	out.Header.Del("Range")
+	out.Header.Del("If-Range")
 }
 
-// scrub replaces real secrets echoed in a response with their phantoms.
-func (inj *injection) scrub(resp *http.Response) error {
-	if inj == nil || len(inj.swaps) == 0 {
+// scrubbableEncoding is the Accept-Encoding offered upstream for a response
+// that will be scrubbed: gzip where the client accepts it, else identity.
+func scrubbableEncoding(accept []string) string {
+	for _, v := range accept {
+		for part := range strings.SplitSeq(v, ",") {
+			name, params, _ := strings.Cut(part, ";")
+			name = strings.ToLower(strings.TrimSpace(name))
+			if name != "gzip" && name != "x-gzip" && name != "*" {
+				continue
+			}
+			q := strings.ReplaceAll(strings.ToLower(params), " ", "")
+			if q == "q=0" || strings.HasPrefix(q, "q=0.") && strings.Trim(q[4:], "0") == "" {
+				continue // refused by the client
+			}
+			return "gzip"
+		}
+	}
+	return "identity"
+}
+
+// scrubber is the scrubber of every swap; nil when there are none. It is
+// built once, after apply.
+func (inj *injection) scrubber() *phantom.Scrubber {
+	if inj == nil {
 		return nil
 	}
-	if enc := phantom.ScrubResponse(resp, inj.swaps); enc != "" {
-		inj.g.logger().Warn("response body not scrubbed of credentials: unsupported encoding",
-			logTenant, inj.id.Tenant, logHost, inj.host, "encoding", enc)
-		resp.Header.Set("Sluice-Warning", "response body in "+enc+" not scrubbed of credentials")
+	inj.scOnce.Do(func() { inj.sc = phantom.NewScrubber(inj.swaps) })
+	return inj.sc
+}
+
+// hasSwaps reports whether responses to this request are scrubbed.
+func (inj *injection) hasSwaps() bool { return inj != nil && len(inj.swaps) > 0 }
+
+// scrub replaces real secrets echoed in a response with their phantoms. A
+// body it cannot read is an error (phantom.ErrUnscrubbable): ReverseProxy
+// then answers through its ErrorHandler, and nothing of it is passed on.
+func (inj *injection) scrub(resp *http.Response) error {
+	if err := inj.scrubber().Response(resp); err != nil {
+		inj.g.logger().Warn("response refused: cannot be scrubbed of credentials",
+			logTenant, inj.id.Tenant, logHost, inj.host, "encoding", resp.Header.Values("Content-Encoding"))
+		return err
 	}
 	return nil
 }

@@ -31,7 +31,14 @@ func (g *Gateway) modifyResponse(inj *injection) func(*http.Response) error {
 		stripSluiceHeaders(resp.Trailer)
 		if resp.Body != nil && resp.Body != http.NoBody && resp.StatusCode != http.StatusSwitchingProtocols {
 			// Trailers are filled in once the body is read to its end.
-			resp.Body = &trailerFilter{ReadCloser: resp.Body, resp: resp}
+			f := &trailerFilter{ReadCloser: resp.Body, resp: resp}
+			if sc := inj.scrubber(); sc != nil {
+				f.scrub = sc.Header
+			}
+			resp.Body = f
+		}
+		if !inj.hasSwaps() {
+			return nil
 		}
 		return inj.scrub(resp)
 	}

@@ -45,12 +45,12 @@ const (
 // a WebSocket itself; ReverseProxy then closes both connections.
 var errWebSocketClosed = errors.New("gateway: websocket closed by the gateway")
 
-// webSocketWriter wraps w for an allowed WebSocket upgrade when a Scanner is
-// set: ReverseProxy hijacks the client connection through it and copies,
-// from client to upstream, only messages the scanner passed. Frames from the
-// upstream pass unscanned, as responses do.
-func (g *Gateway) webSocketWriter(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) http.ResponseWriter {
-	return &wsResponseWriter{ResponseWriter: w, s: &wsSession{g: g, r: r, id: id, host: host, port: port, max: g.wsMaxMessage()}}
+// webSocketWriter wraps w for an allowed WebSocket upgrade (a Scanner set, or
+// inj's secrets to scrub): ReverseProxy hijacks the client connection through
+// it and copies upstream only messages the scanner passed. Upstream frames
+// pass unscanned, as responses do, but scrubbed of inj's secrets (wsscrub.go).
+func (g *Gateway) webSocketWriter(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int, inj *injection) http.ResponseWriter {
+	return &wsResponseWriter{ResponseWriter: w, s: &wsSession{g: g, r: r, id: id, host: host, port: port, max: g.wsMaxMessage(), inj: inj}}
 }
 
 // wsMaxMessage is MaxWebSocketMessage, or its default.
@@ -89,6 +89,9 @@ func (w *wsResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	// ReverseProxy ignores bytes the server already buffered: fold them in.
 	c := &wsConn{Conn: conn, br: bufio.NewReader(withBuffered(conn, brw.Reader)), s: w.s}
+	if sc := w.s.inj.scrubber(); sc != nil {
+		c.scrub = &wsScrub{sc: sc, max: w.s.max}
+	}
 	w.s.client = c
 	return c, brw, nil
 }
@@ -101,6 +104,7 @@ type wsSession struct {
 	host string
 	port int
 	max  int64
+	inj  *injection // the upgrade's credentials; nil: none
 
 	client *wsConn
 	n      int    // data messages seen
@@ -126,6 +130,7 @@ type wsConn struct {
 	closePending []byte        // a Close frame to send at the next boundary
 	closed       bool          // the gateway sent its Close to the client
 	closedCh     chan struct{} // closed with closed
+	scrub        *wsScrub      // re-frames the upstream's messages scrubbed; nil: passed through
 }
 
 func (c *wsConn) Read(p []byte) (int, error) {
@@ -145,6 +150,9 @@ func (c *wsConn) Write(p []byte) (int, error) {
 	defer c.wmu.Unlock()
 	if c.closed {
 		return len(p), nil // the client was told goodbye; the rest is dropped
+	}
+	if c.scrub != nil {
+		return c.writeScrubbedLocked(p)
 	}
 	if c.closePending == nil {
 		c.down.consume(p)
@@ -264,6 +272,9 @@ func (s *wsSession) step(br *bufio.Reader) ([]byte, error) {
 // else what step returns to end the session.
 func (s *wsSession) check(where string, data []byte) ([]byte, error) {
 	g, r, id := s.g, s.r, s.id
+	if g.Scanner == nil {
+		return nil, nil // opened for the scrub of the upstream's side only
+	}
 	ctx := context.WithoutCancel(r.Context())
 	req := &scanner.Request{
 		Tenant: id.Tenant, Host: s.host, Body: bytes.NewReader(data),

@@ -315,12 +315,31 @@ func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []by
 // Inject replaces the phantom with real in its bound place of r; nothing else
 // in r changes. It reports whether the phantom was there.
 func (u *Use) Inject(r *http.Request, real string) bool {
+	_, ok := u.InjectWire(r, real)
+	return ok
+}
+
+// InjectWire is Inject, and also returns the spellings of real that r now
+// carries besides those a Scrubber derives from real itself, each with the
+// spelling of the phantom it replaced: for Basic, the base64 of the
+// user:secret pair (padded, then unpadded). Scrubbing them too hands an
+// upstream's echo of the Authorization header back as the sandbox sent it.
+func (u *Use) InjectWire(r *http.Request, real string) (wire []Swap, ok bool) {
 	set, ok := u.place(r, u.Phantom)
 	if !ok {
-		return false
+		return nil, false
 	}
+	_, sent, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	set(r, real)
-	return true
+	if u.Credential.placement() != Basic {
+		return nil, true
+	}
+	_, onWire, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	sent = strings.TrimSpace(sent)
+	return []Swap{
+		{Real: onWire, Phantom: sent},
+		{Real: strings.TrimRight(onWire, "="), Phantom: strings.TrimRight(sent, "=")},
+	}, true
 }
 
 // Lookalike reports whether r carries, in the credential's place, a value

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,8 +261,8 @@ func TestScrubResponse(t *testing.T) {
 	t.Run("identity, byte by byte", func(t *testing.T) {
 		resp := &http.Response{StatusCode: 401, Header: http.Header{"Www-Authenticate": {"Bearer error=" + real}, "Content-Length": {"9"}},
 			Body: io.NopCloser(iotest.OneByteReader(strings.NewReader(body))), ContentLength: int64(len(body))}
-		if skipped := ScrubResponse(resp, swaps); skipped != "" {
-			t.Fatal(skipped)
+		if err := ScrubResponse(resp, swaps); err != nil {
+			t.Fatal(err)
 		}
 		got, _ := io.ReadAll(resp.Body)
 		if string(got) != want || strings.Contains(resp.Header.Get("Www-Authenticate"), real) || resp.ContentLength != -1 || resp.Header.Get("Content-Length") != "" {
@@ -273,7 +275,9 @@ func TestScrubResponse(t *testing.T) {
 		zw.Write([]byte(body))
 		zw.Close()
 		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Encoding": {"gzip"}}, Body: io.NopCloser(&buf)}
-		ScrubResponse(resp, swaps)
+		if err := ScrubResponse(resp, swaps); err != nil {
+			t.Fatal(err)
+		}
 		zr, err := gzip.NewReader(resp.Body)
 		if err != nil {
 			t.Fatal(err)
@@ -283,12 +287,75 @@ func TestScrubResponse(t *testing.T) {
 			t.Errorf("gzip body %q", got)
 		}
 	})
-	t.Run("brotli passes through, said so", func(t *testing.T) {
-		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Encoding": {"br"}}, Body: io.NopCloser(strings.NewReader("opaque"))}
-		if skipped := ScrubResponse(resp, swaps); skipped != "br" {
-			t.Errorf("skipped = %q", skipped)
+	// What the scrub cannot read fails closed: br, zstd, deflate and
+	// stacked encodings, however the header spells them.
+	for _, enc := range [][]string{{"br"}, {"zstd"}, {"deflate"}, {"gzip, br"}, {"gzip", "br"}, {"gzip, gzip"}, {"identity, br"}, {"x-custom"}} {
+		t.Run("refuses "+strings.Join(enc, "|"), func(t *testing.T) {
+			resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Encoding": enc}, Body: io.NopCloser(strings.NewReader(body))}
+			if err := ScrubResponse(resp, swaps); !errors.Is(err, ErrUnscrubbable) {
+				t.Errorf("ScrubResponse = %v, want ErrUnscrubbable", err)
+			}
+		})
+	}
+	t.Run("no swaps leaves any encoding alone", func(t *testing.T) {
+		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Encoding": {"br"}}, Body: io.NopCloser(strings.NewReader("x"))}
+		if err := ScrubResponse(resp, nil); err != nil {
+			t.Error(err)
 		}
 	})
+}
+
+// TestScrubSpellings: every spelling the gateway itself put on the wire
+// comes back as the phantom's: percent-encoded for a path or a query (upper
+// or lower hex), and, for Basic, the base64 of the user:secret pair, padded
+// or not.
+func TestScrubSpellings(t *testing.T) {
+	real := "ghp_" + strings.Repeat("aB3+/=", 6) + "zz"
+	r := &Registry{Credentials: map[string][]*Credential{"acme": {{Name: "github", Secret: fixed(real),
+		Hosts: []string{"github.test"}, Placement: Basic, User: "x-access-token", Format: "github-pat"}}}}
+	if _, err := r.Mint("acme", "run-1"); err != nil {
+		t.Fatal(err)
+	}
+	gh := useOf(t, r, "github")
+	req := httptest.NewRequest("GET", "https://github.test/", nil)
+	sent := base64.StdEncoding.EncodeToString([]byte("git:" + gh.Phantom))
+	req.Header.Set("Authorization", "Basic "+sent)
+	wire, ok := gh.InjectWire(req, real)
+	if !ok {
+		t.Fatal("not injected")
+	}
+	onWire := strings.TrimPrefix(req.Header.Get("Authorization"), "Basic ")
+	swaps := append([]Swap{{Real: real, Phantom: gh.Phantom}}, wire...)
+	lowerHex := func(s string) string {
+		return strings.NewReplacer("%2B", "%2b", "%2F", "%2f", "%3D", "%3d").Replace(s)
+	}
+	for name, spelled := range map[string]string{
+		"raw":                real,
+		"query escaped":      url.QueryEscape(real),
+		"path escaped":       url.PathEscape(real),
+		"lower hex":          lowerHex(url.QueryEscape(real)),
+		"basic pair":         onWire,
+		"basic pair no pad":  strings.TrimRight(onWire, "="),
+		"basic pair decoded": "x-access-token:" + real,
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := "you sent <" + spelled + "> ok"
+			resp := &http.Response{StatusCode: 200, Header: http.Header{"X-Echo": {spelled}},
+				Body: io.NopCloser(iotest.HalfReader(strings.NewReader(body)))}
+			if err := ScrubResponse(resp, swaps); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			for _, leak := range []string{real, url.QueryEscape(real), url.PathEscape(real), strings.TrimRight(onWire, "=")} {
+				if strings.Contains(string(got), leak) || strings.Contains(resp.Header.Get("X-Echo"), leak) {
+					t.Errorf("a spelling of the real secret came back: body %q", got)
+				}
+			}
+			if !strings.HasPrefix(string(got), "you sent <") || !strings.HasSuffix(string(got), "> ok") {
+				t.Errorf("body around the secret changed: %q", got)
+			}
+		})
+	}
 }
 
 // TestBindsAsThePolicy checks that a binding reads hosts and paths as the policy does:

@@ -3,6 +3,7 @@ package phantom
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,46 +15,149 @@ type Swap struct {
 	Real, Phantom string
 }
 
-// expand adds the URL-escaped spellings of the secrets, as an upstream
-// echoing a request URL would write them.
-func expand(swaps []Swap) (olds, news []string) {
-	for _, s := range swaps {
-		if s.Real == "" {
-			continue
-		}
-		olds, news = append(olds, s.Real), append(news, s.Phantom)
-		if q := url.QueryEscape(s.Real); q != s.Real {
-			olds, news = append(olds, q), append(news, url.QueryEscape(s.Phantom))
-		}
-	}
-	return olds, news
+// ErrUnscrubbable is returned for a response whose body is in an encoding
+// the scrub cannot read (br, zstd, deflate, stacked encodings): it must not
+// reach the sandbox, since it may carry a real secret the scrub could not see.
+var ErrUnscrubbable = errors.New("phantom: response body in an encoding that cannot be scrubbed")
+
+// ScrubbableEncodings are the content codings a scrubbed response may
+// have; a request whose response will be scrubbed should offer the
+// upstream no other (Accept-Encoding).
+var ScrubbableEncodings = []string{"gzip", "identity"}
+
+// Scrubber replaces real secrets with their phantoms in every spelling
+// listed by expand. A nil *Scrubber replaces nothing.
+type Scrubber struct {
+	olds, news []string
+	rep        *strings.Replacer
 }
 
-// ScrubResponse replaces the real secrets an upstream echoes in a response
-// with their phantoms, in header values and in the body (identity or gzip,
-// streamed with bounded memory). A body in another encoding is passed through
-// unchanged: skipped names that encoding ("" when none was skipped).
-func ScrubResponse(resp *http.Response, swaps []Swap) (skipped string) {
+// NewScrubber returns the scrubber for swaps; nil when there is nothing to
+// replace.
+func NewScrubber(swaps []Swap) *Scrubber {
 	olds, news := expand(swaps)
 	if len(olds) == 0 {
-		return ""
+		return nil
 	}
 	pairs := make([]string, 0, 2*len(olds))
 	for i := range olds {
 		pairs = append(pairs, olds[i], news[i])
 	}
-	rep := strings.NewReplacer(pairs...)
-	for k, vs := range resp.Header {
-		for i, v := range vs {
-			vs[i] = rep.Replace(v)
+	return &Scrubber{olds: olds, news: news, rep: strings.NewReplacer(pairs...)}
+}
+
+// expand lists the spellings of each secret an upstream could hand back,
+// each with the phantom spelled the same way, in the order of swaps (a
+// longer spelling of a secret, such as a padded base64 pair, is listed
+// before a shorter one it starts with, and wins): as is, and
+// percent-encoded as a query or a path segment, in upper- and lower-case
+// hex, as an upstream echoing a request URL would write them.
+func expand(swaps []Swap) (olds, news []string) {
+	seen := map[string]bool{}
+	add := func(o, n string) {
+		if o != "" && !seen[o] {
+			seen[o] = true
+			olds, news = append(olds, o), append(news, n)
 		}
-		resp.Header[k] = vs
 	}
+	for _, s := range swaps {
+		if s.Real == "" {
+			continue
+		}
+		add(s.Real, s.Phantom)
+		for _, esc := range []func(string) string{url.QueryEscape, url.PathEscape} {
+			q, p := esc(s.Real), esc(s.Phantom)
+			add(q, p)
+			add(lowerHex(q), lowerHex(p))
+		}
+	}
+	return olds, news
+}
+
+// lowerHex spells s's percent-escapes in lower-case hex.
+func lowerHex(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lowerByte(b[i+1]), lowerByte(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
+}
+
+// Header replaces the secrets in h's values, in place.
+func (s *Scrubber) Header(h http.Header) {
+	if s == nil {
+		return
+	}
+	for k, vs := range h {
+		for i, v := range vs {
+			vs[i] = s.rep.Replace(v)
+		}
+		h[k] = vs
+	}
+}
+
+// Bytes returns b with the secrets replaced (b itself when none is there).
+func (s *Scrubber) Bytes(b []byte) []byte {
+	if s == nil {
+		return b
+	}
+	for _, o := range s.olds {
+		if bytes.Contains(b, []byte(o)) {
+			return []byte(s.rep.Replace(string(b)))
+		}
+	}
+	return b
+}
+
+// ScrubResponse replaces the real secrets an upstream echoes in a response
+// with their phantoms (see Scrubber.Response).
+func ScrubResponse(resp *http.Response, swaps []Swap) error {
+	return NewScrubber(swaps).Response(resp)
+}
+
+// Response replaces the secrets in resp's header values and body (identity
+// or gzip, streamed with bounded memory). A body in any other encoding, or
+// in more than one, is ErrUnscrubbable: resp is left as it is, for the
+// caller to refuse. Trailers arrive with the end of the body: the caller
+// scrubs them with Header then.
+func (s *Scrubber) Response(resp *http.Response) error {
+	if s == nil {
+		return nil
+	}
+	s.Header(resp.Header)
 	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
 		// A 101's body is the upgraded connection, which stays as it is.
-		return ""
+		return nil
 	}
-	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	olds, news := s.olds, s.news
+	var codings []string
+	for _, v := range resp.Header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.ToLower(strings.TrimSpace(c)); c != "" {
+				codings = append(codings, c)
+			}
+		}
+	}
+	enc := ""
+	switch {
+	case len(codings) == 1:
+		enc = codings[0]
+	case len(codings) > 1:
+		return ErrUnscrubbable
+	}
 	switch enc {
 	case "", "identity":
 		resp.Body = &readCloser{Reader: newReplaceReader(resp.Body, olds, news), Closer: resp.Body}
@@ -81,9 +185,9 @@ func ScrubResponse(resp *http.Response, swaps []Swap) (skipped string) {
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 	default:
-		return enc
+		return ErrUnscrubbable
 	}
-	return ""
+	return nil
 }
 
 func sameLengths(olds, news []string) bool {
