@@ -86,3 +86,25 @@ func TestUnrecordableIncidentFailsClosed(t *testing.T) {
 		}
 	})
 }
+
+// TestUnrecordableWebSocketAlertCloses: a WebSocket message with a finding
+// the gateway would pass with an alert, which the store cannot record,
+// ends the WebSocket (1011) instead of going on unrecorded.
+func TestUnrecordableWebSocketAlertCloses(t *testing.T) {
+	w := newWSWorld(t, failingScanner{ScanFn: func(_ context.Context, req *scanner.Request) (*scanner.Result, error) {
+		if req.Body == nil { // the upgrade request itself
+			return &scanner.Result{Verdict: scanner.Pass, Path: req.URL.Path}, nil
+		}
+		f := scanner.Finding{Kind: "secret", Rule: "test-rule", Where: "body", Snippet: "x…", Action: scanner.Alert}
+		return &scanner.Result{Findings: []scanner.Finding{f}, Verdict: scanner.Alert}, nil
+	}})
+	w.gw.Events = &stalledSink{}
+	tc, br, _ := w.dial(t, "alert", "")
+	writeFrame(tc, true, 0x1, []byte("a message with an alert"), true)
+	if code := closeCode(t, br); code != 1011 {
+		t.Fatalf("close code %d, want 1011", code)
+	}
+	if got := w.seen("alert").frames; len(got) != 0 {
+		t.Fatalf("the upstream got %d unrecorded messages", len(got))
+	}
+}
