@@ -10,16 +10,6 @@ import (
 	"time"
 )
 
-// testPreset is a preset only tests know, beside the shipped ones.
-const testPreset = "test-mirror"
-
-func init() {
-	presets[testPreset] = &Preset{Name: testPreset, Version: 1, Entries: []PresetEntry{
-		{Host: "mirror.preset.test", Methods: []string{"GET", "HEAD"}},
-		{Host: "*.files.preset.test"},
-	}}
-}
-
 // wantLines returns the "# want: " lines of a bad config, with FILE replaced by path.
 func wantLines(t *testing.T, path string, data []byte) []string {
 	t.Helper()
