@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/rules"
 )
 
 // wantLines returns the "# want: " lines of a bad config, with FILE replaced by path.
@@ -133,11 +135,11 @@ func TestDefault(t *testing.T) {
 	if c.Path != "" || c.Listen.Proxy != "127.0.0.1:3128" || c.Listen.Admin != "127.0.0.1:8080" || c.DataDir != "./sluice-data" {
 		t.Errorf("Default() = %+v", c)
 	}
-	d := c.Tenants[DefaultTenant]
+	d := c.Tenants[rules.DefaultTenant]
 	if d == nil || d.TokenFile != "default.token" {
 		t.Fatalf("default tenant = %+v", d)
 	}
-	if cl := d.Classes[DefaultClass]; cl == nil || len(cl.Allow)+len(cl.Passthrough) != 0 {
+	if cl := d.Classes[rules.DefaultClass]; cl == nil || len(cl.Allow)+len(cl.Passthrough) != 0 {
 		t.Errorf("default class is not deny-all: %+v", cl)
 	}
 	if got, want := c.TokenPath(d), filepath.Join("sluice-data", "default.token"); got != want {
@@ -197,7 +199,7 @@ func TestValidateAllProblems(t *testing.T) {
 	c := &Config{
 		Version: 3,
 		Tenants: map[string]*Tenant{
-			"acme": {TokenFile: "a", Classes: map[string]*Class{"agent": {Allow: []Entry{{Host: "*"}, {Host: "ok.example.test", Ports: []int{0}}}}}},
+			"acme": {TokenFile: "a", Classes: map[string]*rules.Class{"agent": {Allow: []rules.Entry{{Host: "*"}, {Host: "ok.example.test", Ports: []int{0}}}}}},
 		},
 	}
 	err := c.Validate()

@@ -1,40 +1,17 @@
-package rules
+package config
 
 import (
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-)
 
-// Scan actions a policy may give a detection rule (scanning.actions).
-const (
-	ScanBlock  = "block"
-	ScanRedact = "redact"
-	ScanAlert  = "alert"
+	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // MaxDecodeDepth bounds scanning.decode_depth: every layer multiplies work.
 const MaxDecodeDepth = 8
-
-// ScanBinding ties a credential found by a detection rule to the hosts where
-// it belongs: there, in one of Headers, it passes without an incident.
-type ScanBinding struct {
-	// Rule is the detection rule id ("github-pat").
-	Rule string `yaml:"rule"`
-	// Hosts are exact hosts or "*.suffix" patterns, as in allow entries.
-	Hosts []string `yaml:"hosts"`
-	// Headers where it may travel; empty means Authorization.
-	Headers []string `yaml:"headers"`
-}
-
-// ScanTenant is one tenant's scanning overrides.
-type ScanTenant struct {
-	// Actions by rule id (see Scanning.Actions); they win over the global ones.
-	Actions map[string]string `yaml:"actions"`
-	// Bindings are added to the global ones.
-	Bindings []ScanBinding `yaml:"bindings"`
-}
 
 // validateScanning checks the scanning keys beyond the body limit.
 func (v *validator) scanning() {
@@ -58,20 +35,18 @@ func (v *validator) scanning() {
 			v.fail(key, "no tenant %q is defined under tenants", tn)
 		}
 		t := s.Tenants[tn]
-		if t == nil {
-			continue
-		}
 		v.scanActions(key+".actions", t.Actions)
 		v.scanBindings(key+".bindings", t.Bindings)
 	}
 }
 
-func (v *validator) scanActions(key string, m map[string]string) {
+func (v *validator) scanActions(key string, m map[string]scanner.Action) {
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		switch m[id] {
-		case ScanBlock, ScanRedact, ScanAlert:
+		case scanner.Block, scanner.Redact, scanner.Alert:
 		default:
-			v.fail(key+"."+id, "got %q, want %q, %q or %q", m[id], ScanBlock, ScanRedact, ScanAlert)
+			// Decoding refuses other words; this is for configs built in code.
+			v.fail(key+"."+id, "got %q, want %q, %q or %q", m[id], scanner.Block, scanner.Redact, scanner.Alert)
 		}
 		if strings.TrimSpace(id) == "" {
 			v.fail(key, "empty rule id")
@@ -79,7 +54,7 @@ func (v *validator) scanActions(key string, m map[string]string) {
 	}
 }
 
-func (v *validator) scanBindings(key string, bs []ScanBinding) {
+func (v *validator) scanBindings(key string, bs []scanner.Binding) {
 	for i, b := range bs {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		if strings.TrimSpace(b.Rule) == "" {
@@ -89,7 +64,7 @@ func (v *validator) scanBindings(key string, bs []ScanBinding) {
 			v.fail(k+".hosts", "must list at least one host")
 		}
 		for j, h := range b.Hosts {
-			if _, err := parseHostPattern(h); err != nil {
+			if _, err := rules.NormalizePattern(h); err != nil {
 				v.fail(fmt.Sprintf("%s.hosts[%d]", k, j), "%v", err)
 			}
 		}

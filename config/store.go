@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ const DefaultRetention = Period(90 * 24 * time.Hour)
 // incidents before anyone could triage them.
 const MinRetention = Period(time.Hour)
 
-// StoreConfig configures the incident store (DataDir/sluice.db).
-type StoreConfig struct {
+// Store configures the incident store (DataDir/sluice.db).
+type Store struct {
 	// Retention: incidents older than this are pruned; default DefaultRetention,
 	// at least MinRetention.
 	Retention Period `yaml:"retention"`
