@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sluice-egress/sluice/rules"
-	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Defaults of the embedded configuration (see Default).
@@ -77,51 +76,6 @@ type Upstream struct {
 	ExtraRoots []string `yaml:"extra_roots"`
 	// Hosts resolves names statically (host -> IP literal) before DNS.
 	Hosts map[string]string `yaml:"hosts"`
-}
-
-// Scanning bounds what the scanner reads.
-type Scanning struct {
-	// MaxBodyBytes is the largest body scanned; default DefaultMaxBodyBytes.
-	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
-	// OnOversize is what happens to a larger body: OnOversizeBlock (default) or
-	// OnOversizeForward.
-	OnOversize string `yaml:"on_oversize"`
-	// MaxInflightBytes bounds the request bytes held for scanning at once,
-	// across all requests; a request that finds no room within a few seconds
-	// is refused (503, scan-busy). Default DefaultMaxInflightBytes.
-	MaxInflightBytes ByteSize `yaml:"max_inflight_bytes"`
-	// DecodeDepth is how many layers of base64, base64url, hex and percent
-	// encoding the scanner peels: 0 its default (2), -1 none, at most MaxDecodeDepth.
-	DecodeDepth int `yaml:"decode_depth"`
-	// Timeout bounds one request's scan; 0: the scanner's default (10s). A
-	// scan that times out refuses the request.
-	Timeout Duration `yaml:"timeout"`
-	// RulePacks are extra gitleaks TOML rule packs (relative to the config
-	// file), layered over the defaults and the shipped packs.
-	RulePacks []string `yaml:"rule_packs"`
-	// Actions by detection rule id (or "secret" for every secret rule, or
-	// "exfil-image", "exfil-link", "url-entropy-query"): block, redact or alert.
-	// Canaries always block.
-	Actions map[string]scanner.Action `yaml:"actions"`
-	// Bindings tie credentials to their own destinations, besides the shipped
-	// ones (unless NoDefaultBindings).
-	Bindings []scanner.Binding `yaml:"bindings"`
-	// NoDefaultBindings drops the shipped bindings of common providers.
-	NoDefaultBindings bool `yaml:"no_default_bindings"`
-	// Tenants holds per-tenant overrides, by tenant name: their actions win over
-	// the global ones, their bindings add to them.
-	Tenants map[string]scanner.TenantPolicy `yaml:"tenants"`
-}
-
-// Policy returns the scanner's policy of these keys.
-func (s *Scanning) Policy() scanner.Policy {
-	return scanner.Policy{
-		Actions:           s.Actions,
-		Bindings:          s.Bindings,
-		NoDefaultBindings: s.NoDefaultBindings,
-		Tenants:           s.Tenants,
-		ForwardOversize:   s.OnOversize == OnOversizeForward,
-	}
 }
 
 // CA configures the tenant CAs.

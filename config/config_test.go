@@ -110,6 +110,24 @@ func TestLoadFull(t *testing.T) {
 	}
 }
 
+// TestPolicy: what rules compiles is the file's policy, classes and entry lines included.
+func TestPolicy(t *testing.T) {
+	c, err := Load("testdata/good/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Policy()
+	if p.File != c.Path || p.UpstreamHosts["mirror.internal.test"] != "198.51.100.7" || len(p.Tenants) != len(c.Tenants) {
+		t.Fatalf("Policy() = %+v", p)
+	}
+	if got := p.Tenants["acme"].Classes["agent"]; got != c.Tenants["acme"].Classes["agent"] || got.Allow[1].Line != 23 {
+		t.Errorf("acme's agent class = %+v, want the file's", got)
+	}
+	if probs := p.Check(); len(probs) != 0 {
+		t.Errorf("Check() = %v", probs)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	c, err := Parse([]byte("# nothing\n"), "empty.yaml")
 	if err != nil {

@@ -45,6 +45,15 @@ func TestScanningGood(t *testing.T) {
 	if s.MaxBodyBytes != DefaultMaxBodyBytes || s.OnOversize != OnOversizeBlock {
 		t.Errorf("defaults lost: %+v", s)
 	}
+	p := s.Policy()
+	if p.Actions["exfil-image"] != scanner.Alert || len(p.Bindings) != 1 || !p.NoDefaultBindings ||
+		p.Tenants["acme"].Actions["secret"] != scanner.Redact || p.ForwardOversize {
+		t.Errorf("Policy() = %+v", p)
+	}
+	s.OnOversize = OnOversizeForward
+	if !s.Policy().ForwardOversize {
+		t.Error("on_oversize: forward does not forward")
+	}
 }
 
 func TestScanningBad(t *testing.T) {
