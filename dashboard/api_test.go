@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
@@ -80,11 +81,11 @@ func newAPIWorld(t *testing.T) *apiWorld {
 	if err := os.WriteFile(cfgPath, []byte(apiConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.engine, err = rules.Compile(cfg); err != nil {
+	if w.engine, err = rules.Compile(cfg.Policy(), cfg.Token); err != nil {
 		t.Fatal(err)
 	}
 	if w.st, err = store.Open(context.Background(), filepath.Join(dir, store.FileName)); err != nil {

@@ -28,9 +28,6 @@ type Options struct {
 	// Engine returns the policy in force now (it changes on reload). Nil,
 	// or a nil result: the policy page shows nothing.
 	Engine func() *rules.Engine
-	// Config returns the configuration in force now (for the API). Nil:
-	// unknown.
-	Config func() *rules.Config
 	// Users may log in to the pages (session) or call the API (HTTP Basic).
 	// Empty: only tenant tokens get in, and only to the API.
 	Users []User

@@ -20,7 +20,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 )
 
 // kustomization is the part of kustomize's Kustomization this layout uses;
@@ -220,7 +220,7 @@ func TestDeployment(t *testing.T) {
 
 	// The policy the ConfigMap carries loads, and the files it references
 	// are where the Deployment mounts them.
-	cfg, err := rules.Load(filepath.Join("k8s", gen[0].Files[0]))
+	cfg, err := config.Load(filepath.Join("k8s", gen[0].Files[0]))
 	if err != nil {
 		t.Fatalf("the ConfigMap's policy: %v", err)
 	}
@@ -521,7 +521,7 @@ func TestCompose(t *testing.T) {
 		}
 	}
 	// The compose policy loads.
-	if _, err := rules.Load("compose/sluice.yaml"); err != nil {
+	if _, err := config.Load("compose/sluice.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	if path, err := exec.LookPath("docker-compose"); err == nil {

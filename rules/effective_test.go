@@ -62,7 +62,7 @@ func findUse(p *EffectivePolicy, name string) *PresetUse {
 func TestResolvePolicy(t *testing.T) {
 	f := MustFixture(t, policyConfig, "acme", "globex")
 	node := mustDerive(t, "testdata/manifests/node-private", "https://github.com/acme/app.git")
-	p, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Class: "agent", Run: "r1", Derivation: node})
+	p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "agent", Run: "r1", Derivation: node})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestResolvePolicy(t *testing.T) {
 	t.Run("config entry keeps file and line", func(t *testing.T) {
 		d := p.Decide(Query{Host: "api.example.test", Port: 443, Stage: StageConnect})
 		if d.Action != Inspect || d.Entry.Origin.Kind != OriginConfig || d.Entry.Origin.Line != 11 ||
-			d.Entry.Origin.String() != f.cfg.Path+":11" {
+			d.Entry.Origin.String() != f.pol.File+":11" {
 			t.Fatalf("%+v %q", d, d.Entry.Origin)
 		}
 	})
@@ -129,7 +129,7 @@ func TestResolvePolicy(t *testing.T) {
 
 	t.Run("derivation limited by derive.presets", func(t *testing.T) {
 		d := mustDerive(t, "testdata/manifests/docker", "")
-		p, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Derivation: d})
+		p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Derivation: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestResolvePolicy(t *testing.T) {
 		}
 		// The validation class permits no derivation at all.
 		d = mustDerive(t, "testdata/manifests/python", "")
-		p, err = ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Class: "validation", Derivation: d})
+		p, err = ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "validation", Derivation: d})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestResolvePolicy(t *testing.T) {
 
 	t.Run("grants and extras", func(t *testing.T) {
 		now := time.Now()
-		in := PolicyInput{Config: f.cfg, Tenant: "acme", Class: "agent", Run: "r2", Now: now,
+		in := PolicyInput{Policy: f.pol, Tenant: "acme", Class: "agent", Run: "r2", Now: now,
 			Grants: []Grant{
 				{ID: "ar-1", Tenant: "acme", Entry: Entry{Host: "npm.corp.test", Methods: []string{"get"}}},
 				{ID: "ar-2", Tenant: "acme", Entry: Entry{Host: "old.example.test"}, Expires: now.Add(-time.Minute)},
@@ -202,16 +202,16 @@ func TestResolvePolicy(t *testing.T) {
 			{Extras: []Entry{{Host: "localhost"}}},
 		}
 		for i, in := range bad {
-			in.Config, in.Tenant, in.Class = f.cfg, "acme", "agent"
+			in.Policy, in.Tenant, in.Class = f.pol, "acme", "agent"
 			if _, err := ResolvePolicy(in); err == nil {
 				t.Errorf("case %d: no error for %+v %+v", i, in.Grants, in.Extras)
 			}
 		}
 		// Another tenant's class does not permit extras at all.
-		if _, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "globex", Extras: []Entry{{Host: "exact.example.test"}}}); err == nil {
+		if _, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "globex", Extras: []Entry{{Host: "exact.example.test"}}}); err == nil {
 			t.Error("globex took an extra without run_extras")
 		}
-		if _, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "nobody"}); err == nil {
+		if _, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "nobody"}); err == nil {
 			t.Error("unknown tenant resolved")
 		}
 	})
@@ -219,7 +219,7 @@ func TestResolvePolicy(t *testing.T) {
 
 func TestEngineRuns(t *testing.T) {
 	f := MustFixture(t, policyConfig, "acme", "globex")
-	p, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Run: "r1",
+	p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Run: "r1",
 		Derivation: mustDerive(t, "testdata/manifests/node-private", "https://github.com/acme/app.git")})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func TestEngineRuns(t *testing.T) {
 		}
 	})
 	t.Run("runs survive a reload and end", func(t *testing.T) {
-		next, err := Compile(f.cfg)
+		next, err := Compile(f.pol, f.token)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,18 +10,19 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/rules"
 )
 
 // loadConfig reads the config file, or takes the embedded default when path
 // is empty. For the default it creates the tenant token on first start.
-func loadConfig(path, dataDir string) (*rules.Config, error) {
-	var cfg *rules.Config
+func loadConfig(path, dataDir string) (*config.Config, error) {
+	var cfg *config.Config
 	if path == "" {
-		cfg = rules.Default()
+		cfg = config.Default()
 	} else {
 		var err error
-		if cfg, err = rules.Load(path); err != nil {
+		if cfg, err = config.Load(path); err != nil {
 			return nil, err
 		}
 	}
@@ -46,9 +47,19 @@ func loadConfig(path, dataDir string) (*rules.Config, error) {
 	return cfg, nil
 }
 
+// compile validates cfg and compiles its policy, reading the tenants' tokens: as
+// rules.Compile did with the whole file before config was its own package, a
+// config changed after loading (--data-dir, --proxy) is checked again.
+func compile(cfg *config.Config) (*rules.Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return rules.Compile(cfg.Policy(), cfg.Token)
+}
+
 // resolve makes p absolute against the config file's directory (the working
 // directory for the embedded default).
-func resolve(cfg *rules.Config, p string) string {
+func resolve(cfg *config.Config, p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
@@ -109,19 +120,19 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var cfg *rules.Config
+	var cfg *config.Config
 	var err error
 	if *path == "" {
-		cfg = rules.Default()
+		cfg = config.Default()
 		err = cfg.Validate()
 	} else {
-		cfg, err = rules.Load(*path)
+		cfg, err = config.Load(*path)
 	}
 	if err != nil {
 		return err
 	}
 	if *path != "" {
-		if _, err := rules.Compile(cfg); err != nil {
+		if _, err := compile(cfg); err != nil {
 			return err
 		}
 	}

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 )
 
 // tenantToken reads a tenant's token from its reference (file or env var).
 // Only export needs the clear value: it goes into the container's env file.
-func tenantToken(cfg *rules.Config, name string) (string, error) {
+func tenantToken(cfg *config.Config, name string) (string, error) {
 	t, ok := cfg.Tenants[name]
 	if !ok {
 		return "", fmt.Errorf("no tenant %q in the config", name)
@@ -68,7 +68,7 @@ func maskedEnv(lines []string, token string) []string {
 // exportTenant writes ca.pem, bundle.pem and sluice.env (0600: it holds the
 // proxy credential) for one tenant into outDir. containerDir, when set, is
 // where the container will see outDir mounted.
-func exportTenant(cfg *rules.Config, store *ca.Store, tenant, outDir, proxyHostport, containerDir string) (envPath string, lines []string, token string, err error) {
+func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHostport, containerDir string) (envPath string, lines []string, token string, err error) {
 	auth, err := store.Authority(tenant)
 	if err != nil {
 		return "", nil, "", err
@@ -101,7 +101,7 @@ func exportTenant(cfg *rules.Config, store *ca.Store, tenant, outDir, proxyHostp
 
 // caStore opens the CA store under the data dir with the configured
 // passphrase.
-func caStore(cfg *rules.Config) (*ca.Store, error) {
+func caStore(cfg *config.Config) (*ca.Store, error) {
 	s := &ca.Store{Dir: filepath.Join(cfg.DataDir, "ca"), LeafTTL: time.Duration(cfg.CA.LeafTTL)}
 	switch {
 	case cfg.CA.PassphraseFile != "":

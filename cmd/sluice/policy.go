@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
@@ -61,12 +62,12 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 	if pf.tenant == "" {
 		return nil, nil, fmt.Errorf("%w: --tenant is required", errUsage)
 	}
-	var cfg *rules.Config
+	var cfg *config.Config
 	if pf.config == "" {
-		cfg = rules.Default()
+		cfg = config.Default()
 	} else {
 		var err error
-		if cfg, err = rules.Load(pf.config); err != nil {
+		if cfg, err = config.Load(pf.config); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -88,7 +89,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := rules.ResolvePolicy(rules.PolicyInput{Config: cfg, Tenant: pf.tenant, Class: pf.class, Derivation: d,
+	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: pf.tenant, Class: pf.class, Derivation: d,
 		Grants: grants, Now: time.Now()})
 	return p, d, err
 }
@@ -96,7 +97,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 // storedGrants reads the tenant's approved, unexpired access requests from
 // the data directory's store, when there is one: they are part of the
 // effective policy. It never creates a store.
-func storedGrants(cfg *rules.Config, tenant string) ([]rules.Grant, error) {
+func storedGrants(cfg *config.Config, tenant string) ([]rules.Grant, error) {
 	path := filepath.Join(cfg.DataPath(), store.FileName)
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil

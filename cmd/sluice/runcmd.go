@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -48,7 +49,7 @@ func newAPIClient(admin, tenant string, getenv func(string) string) (*apiClient,
 		admin = getenv(envAdmin)
 	}
 	if admin == "" {
-		admin = "http://" + rules.DefaultAdminAddr
+		admin = "http://" + config.DefaultAdminAddr
 	}
 	u, err := url.Parse(admin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -151,7 +152,7 @@ func runRun(ctx context.Context, args []string, getenv func(string) string, stdo
 
 func runCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("run create", stderr)
-	admin := fs.String("admin", "", "admin listener URL (default $"+envAdmin+" or http://"+rules.DefaultAdminAddr+")")
+	admin := fs.String("admin", "", "admin listener URL (default $"+envAdmin+" or http://"+config.DefaultAdminAddr+")")
 	tenant := fs.String("tenant", "", "tenant of the run (a tenant token's own by default)")
 	class := fs.String("class", rules.DefaultClass, "launch class")
 	ttl := fs.Duration("ttl", time.Hour, "how long the run may live")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
@@ -22,11 +23,11 @@ func TestRunsCarryAndForgetPhantoms(t *testing.T) {
 	tok, _ := rules.NewToken()
 	os.WriteFile(filepath.Join(dir, "acme.token"), []byte(tok), 0o600)
 	os.WriteFile(cfgPath, []byte("version: 1\ntenants:\n  acme:\n    token_file: acme.token\n    classes:\n      agent:\n        allow: []\n"), 0o600)
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := rules.Compile(cfg)
+	engine, err := compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestRunsCarryAndForgetPhantoms(t *testing.T) {
 	defer st.Close()
 	var minted, forgotten []string
 	m := &runManager{
-		Store: st, Engine: func() *rules.Engine { return engine }, Config: func() *rules.Config { return cfg },
+		Store: st, Engine: func() *rules.Engine { return engine }, Config: func() *config.Config { return cfg },
 		CAs:       &ca.Store{Dir: filepath.Join(dir, "ca")},
 		Gateway:   func() runGateway { return nil },
 		ProxyAddr: func() string { return "gateway.test:3128" },

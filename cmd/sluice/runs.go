@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
@@ -39,7 +40,7 @@ type runManager struct {
 	Store *store.Store
 	// Engine returns the policy in force; Config the configuration it came from.
 	Engine func() *rules.Engine
-	Config func() *rules.Config
+	Config func() *config.Config
 	CAs    *ca.Store
 	// Gateway closes a run's tunnels and re-checks tunnels when a grant goes away.
 	Gateway func() runGateway
@@ -89,7 +90,7 @@ func (m *runManager) CreateRun(ctx context.Context, r dashboard.RunRequest) (das
 	}
 	now := time.Now()
 	id := store.NewID(store.PrefixRun, now)
-	pol, err := rules.ResolvePolicy(rules.PolicyInput{Config: cfg, Tenant: r.Tenant, Class: r.Class, Run: id,
+	pol, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: r.Tenant, Class: r.Class, Run: id,
 		Derivation: der, Extras: r.Extras, Now: now})
 	if err != nil {
 		return dashboard.RunCreated{}, fmt.Errorf("%w: %v", dashboard.ErrInvalid, strings.TrimPrefix(err.Error(), "rules: "))
@@ -245,7 +246,7 @@ func (m *runManager) register(run store.Run) error {
 	if err != nil || len(h) != 32 {
 		return errors.New("bad token hash")
 	}
-	pol, err := rules.ResolvePolicy(rules.PolicyInput{Config: m.Config(), Tenant: run.Tenant, Class: run.Class, Run: run.ID,
+	pol, err := rules.ResolvePolicy(rules.PolicyInput{Policy: m.Config().Policy(), Tenant: run.Tenant, Class: run.Class, Run: run.ID,
 		Derivation: rec.Derivation, Extras: extras})
 	if err != nil {
 		return err
@@ -348,7 +349,7 @@ func (m *runManager) run(ctx context.Context) {
 
 // currentConfig is the configuration in force: the last one reloaded, or the one
 // the server started with.
-func (s *Server) currentConfig() *rules.Config {
+func (s *Server) currentConfig() *config.Config {
 	if s.reload != nil {
 		s.reload.mu.Lock()
 		defer s.reload.mu.Unlock()

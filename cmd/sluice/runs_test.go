@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 )
 
 func TestStripUserinfo(t *testing.T) {
@@ -31,8 +31,8 @@ func TestWebhooksConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hook.url"), []byte(secretURL+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &rules.Config{Path: filepath.Join(dir, "sluice.yaml")}
-	cfg.Alerts.Webhooks = []rules.WebhookConfig{{URLFile: "hook.url", Format: "slack"}, {Name: "sec", URLEnv: "HOOK"}}
+	cfg := &config.Config{Path: filepath.Join(dir, "sluice.yaml")}
+	cfg.Alerts.Webhooks = []config.Webhook{{URLFile: "hook.url", Format: "slack"}, {Name: "sec", URLEnv: "HOOK"}}
 	env := map[string]string{"HOOK": "https://hooks.example.test/json"}
 	hooks, err := webhooks(cfg, func(k string) string { return env[k] })
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -21,11 +21,11 @@ var errFound = errors.New("findings")
 // newScanner builds the gateway's scanner from the config's scanning keys:
 // rules (defaults, shipped packs, rule_packs), policy, key and canaries from
 // the data directory. Rules are compiled here, once.
-func newScanner(cfg *rules.Config) (*scanner.Scanner, error) { return buildScanner(cfg, true) }
+func newScanner(cfg *config.Config) (*scanner.Scanner, error) { return buildScanner(cfg, true) }
 
 // buildScanner is newScanner; without create, a missing fingerprint key is
 // not created (a per-process key is used instead).
-func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
+func buildScanner(cfg *config.Config, create bool) (*scanner.Scanner, error) {
 	var packs []scanner.Pack
 	for _, p := range cfg.Scanning.RulePacks {
 		path := resolve(cfg, p)
@@ -39,10 +39,6 @@ func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := scanPolicy(cfg.Scanning)
-	if err != nil {
-		return nil, err
-	}
 	dir := cfg.DataPath()
 	var key []byte
 	if _, err := os.Stat(filepath.Join(dir, scanner.KeyFile)); create || err == nil {
@@ -51,7 +47,7 @@ func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
 		}
 	}
 	return &scanner.Scanner{
-		Rules: rs, Policy: pol, Key: key,
+		Rules: rs, Policy: cfg.Scanning.Policy(), Key: key,
 		MaxBodyBytes: int64(cfg.Scanning.MaxBodyBytes),
 		DecodeDepth:  cfg.Scanning.DecodeDepth,
 		Timeout:      time.Duration(cfg.Scanning.Timeout),
@@ -59,57 +55,11 @@ func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
 	}, nil
 }
 
-func scanPolicy(s rules.Scanning) (scanner.Policy, error) {
-	p := scanner.Policy{
-		NoDefaultBindings: s.NoDefaultBindings,
-		ForwardOversize:   s.OnOversize == rules.OnOversizeForward,
-	}
-	var err error
-	if p.Actions, err = scanActions(s.Actions); err != nil {
-		return p, err
-	}
-	p.Bindings = scanBindings(s.Bindings)
-	for name, t := range s.Tenants {
-		if t == nil {
-			continue
-		}
-		acts, err := scanActions(t.Actions)
-		if err != nil {
-			return p, fmt.Errorf("scanning.tenants.%s: %w", name, err)
-		}
-		if p.Tenants == nil {
-			p.Tenants = map[string]scanner.TenantPolicy{}
-		}
-		p.Tenants[name] = scanner.TenantPolicy{Actions: acts, Bindings: scanBindings(t.Bindings)}
-	}
-	return p, nil
-}
-
-func scanActions(m map[string]string) (map[string]scanner.Action, error) {
-	out := map[string]scanner.Action{}
-	for id, a := range m {
-		act, err := scanner.ParseAction(a)
-		if err != nil {
-			return nil, fmt.Errorf("scanning.actions.%s: %w", id, err)
-		}
-		out[id] = act
-	}
-	return out, nil
-}
-
-func scanBindings(bs []rules.ScanBinding) []scanner.Binding {
-	var out []scanner.Binding
-	for _, b := range bs {
-		out = append(out, scanner.Binding{Rule: b.Rule, Hosts: b.Hosts, Headers: b.Headers})
-	}
-	return out
-}
-
 // scanConfig loads the config for the offline commands; without a file or
 // data directory it is the embedded default, and nothing is created on disk.
-func scanConfig(path, dataDir string) (*rules.Config, error) {
+func scanConfig(path, dataDir string) (*config.Config, error) {
 	if path == "" && dataDir == "" {
-		return rules.Default(), nil
+		return config.Default(), nil
 	}
 	return loadConfig(path, dataDir)
 }

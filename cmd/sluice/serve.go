@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/phantom"
@@ -25,7 +26,7 @@ import (
 // Server is a running gateway wired from a config: Open binds the
 // listeners, Run serves until the context ends, then drains.
 type Server struct {
-	Config *rules.Config
+	Config *config.Config
 	// DrainTimeout bounds how long open tunnels may finish on shutdown. Zero: 30s.
 	DrainTimeout time.Duration
 	// RunsInterval is how often expired runs are ended and grants refreshed. Zero: 30s.
@@ -59,7 +60,7 @@ type Server struct {
 // listener. Nothing is served before all of it succeeded (fail closed).
 func (s *Server) Open() error {
 	cfg := s.Config
-	engine, err := rules.Compile(cfg)
+	engine, err := compile(cfg)
 	if err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func (s *Server) announce() {
 }
 
 // upstreamRoots is the system pool plus upstream.extra_roots.
-func upstreamRoots(cfg *rules.Config) (*x509.CertPool, error) {
+func upstreamRoots(cfg *config.Config) (*x509.CertPool, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()

@@ -13,10 +13,11 @@ const module = "github.com/sluice-egress/sluice/"
 // forbidden lists, per package, the project packages it must never import,
 // directly or through another package.
 var forbidden = map[string][]string{
-	"gateway":       {"store", "dashboard", "alert", "cmd/sluice", "ca"},
+	"gateway":       {"store", "dashboard", "alert", "cmd/sluice", "ca", "config"},
 	"gateway/guard": {"rules", "scanner", "store", "dashboard", "gateway"},
 	"ca":            {"rules", "gateway", "store", "dashboard", "scanner"},
-	"rules":         {"gateway", "store", "dashboard", "scanner", "ca"},
+	"rules":         {"gateway", "store", "dashboard", "scanner", "ca", "config"},
+	"config":        {"gateway", "store", "dashboard", "alert", "ca", "phantom", "cmd/sluice"},
 	"scanner":       {"gateway", "store", "dashboard", "ca"},
 	"phantom":       {"gateway", "store", "dashboard"},
 	"store":         {"gateway", "dashboard", "rules", "scanner", "ca"},

@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"bytes"
@@ -49,7 +49,7 @@ func (e *FieldError) Error() string {
 // Parse decodes a config strictly: an unknown key, a duplicate key (a tenant defined
 // twice, say), a value of the wrong type or several YAML documents are errors naming
 // name, line and key. It fills in defaults for absent keys but does not validate values:
-// Load and Compile call Validate. name becomes Config.Path.
+// Load calls Validate. name becomes Config.Path.
 func Parse(data []byte, name string) (*Config, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))

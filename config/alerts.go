@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"fmt"
@@ -6,18 +6,18 @@ import (
 	"regexp"
 )
 
-// AlertsConfig configures where incidents are alerted besides the store.
-type AlertsConfig struct {
+// Alerts configures where incidents are alerted besides the store.
+type Alerts struct {
 	// Webhooks receive one POST per incident at or above their min_action. Empty: none.
-	Webhooks []WebhookConfig `yaml:"webhooks"`
+	Webhooks []Webhook `yaml:"webhooks"`
 	// DashboardURL, when set, makes each alert link to the incident on the dashboard
 	// ("https://sluice.corp.test"). It is no secret.
 	DashboardURL string `yaml:"dashboard_url"`
 }
 
-// WebhookConfig is one alert destination. Its URL often holds a secret token, so the
+// Webhook is one alert destination. Its URL often holds a secret token, so the
 // config only references it: exactly one of URLEnv and URLFile.
-type WebhookConfig struct {
+type Webhook struct {
 	// Name labels the webhook in logs and metrics; "" is "webhook-N" (its index).
 	Name string `yaml:"name"`
 	// URLEnv names the environment variable holding the URL.

@@ -1,9 +1,11 @@
-package rules
+package config
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 const scanBase = `tenants:
@@ -36,12 +38,21 @@ func TestScanningGood(t *testing.T) {
 	}
 	s := c.Scanning
 	if s.DecodeDepth != 3 || time.Duration(s.Timeout) != 2*time.Second || s.RulePacks[0] != "extra.toml" ||
-		s.Actions["github-pat"] != ScanRedact || s.Bindings[0].Headers[0] != "X-Internal-Token" || !s.NoDefaultBindings ||
-		s.Tenants["acme"].Actions["secret"] != ScanRedact || s.Tenants["acme"].Bindings[0].Hosts[0] != "ghe.acme.test" {
+		s.Actions["github-pat"] != scanner.Redact || s.Bindings[0].Headers[0] != "X-Internal-Token" || !s.NoDefaultBindings ||
+		s.Tenants["acme"].Actions["secret"] != scanner.Redact || s.Tenants["acme"].Bindings[0].Hosts[0] != "ghe.acme.test" {
 		t.Errorf("scanning = %+v", s)
 	}
 	if s.MaxBodyBytes != DefaultMaxBodyBytes || s.OnOversize != OnOversizeBlock {
 		t.Errorf("defaults lost: %+v", s)
+	}
+	p := s.Policy()
+	if p.Actions["exfil-image"] != scanner.Alert || len(p.Bindings) != 1 || !p.NoDefaultBindings ||
+		p.Tenants["acme"].Actions["secret"] != scanner.Redact || p.ForwardOversize {
+		t.Errorf("Policy() = %+v", p)
+	}
+	s.OnOversize = OnOversizeForward
+	if !s.Policy().ForwardOversize {
+		t.Error("on_oversize: forward does not forward")
 	}
 }
 

@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"errors"
@@ -8,17 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/rules"
 )
-
-// testPreset is a preset only tests know, beside the shipped ones.
-const testPreset = "test-mirror"
-
-func init() {
-	presets[testPreset] = &Preset{Name: testPreset, Version: 1, Entries: []PresetEntry{
-		{Host: "mirror.preset.test", Methods: []string{"GET", "HEAD"}},
-		{Host: "*.files.preset.test"},
-	}}
-}
 
 // wantLines returns the "# want: " lines of a bad config, with FILE replaced by path.
 func wantLines(t *testing.T, path string, data []byte) []string {
@@ -118,6 +110,24 @@ func TestLoadFull(t *testing.T) {
 	}
 }
 
+// TestPolicy: what rules compiles is the file's policy, classes and entry lines included.
+func TestPolicy(t *testing.T) {
+	c, err := Load("testdata/good/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Policy()
+	if p.File != c.Path || p.UpstreamHosts["mirror.internal.test"] != "198.51.100.7" || len(p.Tenants) != len(c.Tenants) {
+		t.Fatalf("Policy() = %+v", p)
+	}
+	if got := p.Tenants["acme"].Classes["agent"]; got != c.Tenants["acme"].Classes["agent"] || got.Allow[1].Line != 23 {
+		t.Errorf("acme's agent class = %+v, want the file's", got)
+	}
+	if probs := p.Check(); len(probs) != 0 {
+		t.Errorf("Check() = %v", probs)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	c, err := Parse([]byte("# nothing\n"), "empty.yaml")
 	if err != nil {
@@ -143,11 +153,11 @@ func TestDefault(t *testing.T) {
 	if c.Path != "" || c.Listen.Proxy != "127.0.0.1:3128" || c.Listen.Admin != "127.0.0.1:8080" || c.DataDir != "./sluice-data" {
 		t.Errorf("Default() = %+v", c)
 	}
-	d := c.Tenants[DefaultTenant]
+	d := c.Tenants[rules.DefaultTenant]
 	if d == nil || d.TokenFile != "default.token" {
 		t.Fatalf("default tenant = %+v", d)
 	}
-	if cl := d.Classes[DefaultClass]; cl == nil || len(cl.Allow)+len(cl.Passthrough) != 0 {
+	if cl := d.Classes[rules.DefaultClass]; cl == nil || len(cl.Allow)+len(cl.Passthrough) != 0 {
 		t.Errorf("default class is not deny-all: %+v", cl)
 	}
 	if got, want := c.TokenPath(d), filepath.Join("sluice-data", "default.token"); got != want {
@@ -207,7 +217,7 @@ func TestValidateAllProblems(t *testing.T) {
 	c := &Config{
 		Version: 3,
 		Tenants: map[string]*Tenant{
-			"acme": {TokenFile: "a", Classes: map[string]*Class{"agent": {Allow: []Entry{{Host: "*"}, {Host: "ok.example.test", Ports: []int{0}}}}}},
+			"acme": {TokenFile: "a", Classes: map[string]*rules.Class{"agent": {Allow: []rules.Entry{{Host: "*"}, {Host: "ok.example.test", Ports: []int{0}}}}}},
 		},
 	}
 	err := c.Validate()

@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"fmt"
@@ -20,9 +20,9 @@ const (
 	DashboardAdmin    = "admin"
 )
 
-// DashboardConfig configures who may log in to the dashboard and call the
+// Dashboard configures who may log in to the dashboard and call the
 // API as staff.
-type DashboardConfig struct {
+type Dashboard struct {
 	// Users who may log in. None: only tenant tokens reach the API, and
 	// nobody the pages.
 	Users []DashboardUser `yaml:"users"`

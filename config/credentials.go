@@ -1,4 +1,4 @@
-package rules
+package config
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
-	"github.com/sluice-egress/sluice/rules/match"
+	"github.com/sluice-egress/sluice/rules"
 )
 
 // Where a credential is injected (Credential.Inject).
@@ -80,11 +80,9 @@ var reservedEnv = map[string]bool{
 func (c *Credential) HostPatterns() []string {
 	var out []string
 	for _, h := range c.Hosts {
-		hp, err := match.ParseHostPattern(h)
-		if err != nil {
-			continue
+		if p, err := rules.NormalizePattern(h); err == nil {
+			out = append(out, p)
 		}
-		out = append(out, hp.String())
 	}
 	return out
 }
@@ -109,7 +107,7 @@ func (v *validator) credentials(tenant string, cs []Credential) {
 		c := &cs[i]
 		key := fmt.Sprintf("tenants.%s.credentials[%d]", tenant, i)
 		switch {
-		case !nameRE.MatchString(c.Name):
+		case !rules.ValidName(c.Name):
 			v.fail(key+".name", "bad credential name %q: want lower-case letters, digits and '-'", c.Name)
 		case names[c.Name] != "":
 			v.fail(key+".name", "credential %q is already defined at %s", c.Name, names[c.Name])
@@ -131,7 +129,7 @@ func (v *validator) credentials(tenant string, cs []Credential) {
 			}
 		}
 		for j, p := range c.Paths {
-			if _, err := match.CleanPath(p); err != nil {
+			if err := rules.CheckPath(p); err != nil {
 				v.fail(fmt.Sprintf("%s.paths[%d]", key, j), "path %q must start with / and have no dot segments, control characters or bad escapes", p)
 			}
 		}
@@ -167,18 +165,17 @@ func (v *validator) credentialHosts(key string, c *Credential) {
 	}
 	for j, h := range c.Hosts {
 		k := fmt.Sprintf("%s.hosts[%d]", key, j)
-		hp, err := match.ParseHostPattern(h)
+		p, err := rules.NormalizePattern(h)
 		if err != nil {
 			v.fail(k, "%v", err)
 			continue
 		}
-		if why := deniedHost(hp); why != "" {
+		if why := rules.DeniedHost(p); why != "" {
 			v.fail(k, "%q is %s, inside the dialer's deny ranges", h, why)
 		}
 		// A credential must not reach hosts run by others: a wildcard on any public
 		// suffix, private ones included ("*.github.io"), is refused.
-		if hp.Suffix() != "" {
-			s := hp.Suffix()[1:]
+		if s, ok := strings.CutPrefix(p, "*."); ok {
 			if ps, _ := publicsuffix.PublicSuffix(s); ps == s {
 				v.fail(k, "%q: wider than a registrable domain (%q is a public suffix whose subdomains belong to different owners)", h, s)
 			}

@@ -1,11 +1,14 @@
-// Package rules holds Sluice's policy model: strict loading of the config file and the
-// deny-by-default engine that decides, per tenant and launch class, what may leave.
-package rules
+// Package config owns Sluice's one config file: defaults, strict YAML decoding with
+// file:line errors, units and validation; it hands each component its plain options.
+package config
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/sluice-egress/sluice/rules"
 )
 
 // Defaults of the embedded configuration (see Default).
@@ -18,8 +21,6 @@ const (
 	// DefaultMaxInflightBytes bounds the request bytes held for scanning at
 	// once, across all requests.
 	DefaultMaxInflightBytes = ByteSize(256 << 20)
-	DefaultTenant           = "default"
-	DefaultClass            = "agent"
 	DefaultTokenFile        = "default.token"
 
 	OnOversizeBlock   = "block"
@@ -40,15 +41,15 @@ type Config struct {
 	// Scanning bounds what the scanner reads.
 	Scanning Scanning `yaml:"scanning"`
 	// CA configures the tenant CAs.
-	CA CAConfig `yaml:"ca"`
+	CA CA `yaml:"ca"`
 	// Store configures the incident store.
-	Store StoreConfig `yaml:"store"`
+	Store Store `yaml:"store"`
 	// Presets configures the shipped presets (rules/presets).
-	Presets PresetsConfig `yaml:"presets"`
+	Presets Presets `yaml:"presets"`
 	// Alerts configures webhook alerts for incidents.
-	Alerts AlertsConfig `yaml:"alerts"`
+	Alerts Alerts `yaml:"alerts"`
 	// Dashboard configures the dashboard's users and sessions.
-	Dashboard DashboardConfig `yaml:"dashboard"`
+	Dashboard Dashboard `yaml:"dashboard"`
 	// Tenants by name. No tenants means nobody is let through.
 	Tenants map[string]*Tenant `yaml:"tenants"`
 
@@ -77,41 +78,8 @@ type Upstream struct {
 	Hosts map[string]string `yaml:"hosts"`
 }
 
-// Scanning bounds what the scanner reads.
-type Scanning struct {
-	// MaxBodyBytes is the largest body scanned; default DefaultMaxBodyBytes.
-	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
-	// OnOversize is what happens to a larger body: OnOversizeBlock (default) or
-	// OnOversizeForward.
-	OnOversize string `yaml:"on_oversize"`
-	// MaxInflightBytes bounds the request bytes held for scanning at once,
-	// across all requests; a request that finds no room within a few seconds
-	// is refused (503, scan-busy). Default DefaultMaxInflightBytes.
-	MaxInflightBytes ByteSize `yaml:"max_inflight_bytes"`
-	// DecodeDepth is how many layers of base64, base64url, hex and percent
-	// encoding the scanner peels: 0 its default (2), -1 none, at most MaxDecodeDepth.
-	DecodeDepth int `yaml:"decode_depth"`
-	// Timeout bounds one request's scan; 0: the scanner's default (10s). A
-	// scan that times out refuses the request.
-	Timeout Duration `yaml:"timeout"`
-	// RulePacks are extra gitleaks TOML rule packs (relative to the config
-	// file), layered over the defaults and the shipped packs.
-	RulePacks []string `yaml:"rule_packs"`
-	// Actions by detection rule id (or "secret" for every secret rule, or
-	// "exfil-image", "exfil-link", "url-entropy-query"): ScanBlock, ScanRedact
-	// or ScanAlert. Canaries always block.
-	Actions map[string]string `yaml:"actions"`
-	// Bindings tie credentials to their own destinations, besides the shipped
-	// ones (unless NoDefaultBindings).
-	Bindings []ScanBinding `yaml:"bindings"`
-	// NoDefaultBindings drops the shipped bindings of common providers.
-	NoDefaultBindings bool `yaml:"no_default_bindings"`
-	// Tenants holds per-tenant overrides, by tenant name.
-	Tenants map[string]*ScanTenant `yaml:"tenants"`
-}
-
-// CAConfig configures the tenant CAs.
-type CAConfig struct {
+// CA configures the tenant CAs.
+type CA struct {
 	// PassphraseFile holds the passphrase that encrypts CA keys; at most one of
 	// PassphraseFile and PassphraseEnv. Neither: keys are stored unencrypted (mode 0600).
 	PassphraseFile string `yaml:"passphrase_file"`
@@ -121,9 +89,9 @@ type CAConfig struct {
 	LeafTTL Duration `yaml:"leaf_ttl"`
 }
 
-// PresetsConfig configures the shipped presets.
-type PresetsConfig struct {
-	// Hosts fills the host slots that presets read with host_from (see PresetSlots):
+// Presets configures the shipped presets.
+type Presets struct {
+	// Hosts fills the host slots that presets read with host_from (see rules.PresetSlots):
 	// npm_registry, go_proxy, go_sumdb, debian_mirror and others. An unset slot
 	// contributes nothing to the presets that read it.
 	Hosts map[string][]string `yaml:"hosts"`
@@ -137,57 +105,10 @@ type Tenant struct {
 	// TokenEnv names the environment variable holding the tenant token.
 	TokenEnv string `yaml:"token_env"`
 	// Classes are the launch classes by name ("agent", "validation", ...).
-	Classes map[string]*Class `yaml:"classes"`
+	Classes map[string]*rules.Class `yaml:"classes"`
 	// Credentials are secrets the tenant's sandboxes get as phantoms, swapped for the
 	// real ones only towards their bound hosts (see credentials.go).
 	Credentials []Credential `yaml:"credentials"`
-}
-
-// Class is the policy of one launch class. A class without entries denies everything.
-type Class struct {
-	// Allow entries are inspected (MITM for HTTPS) and checked per request.
-	Allow []Entry `yaml:"allow"`
-	// Passthrough entries are tunnelled blind: host and port enforced, never inspected.
-	Passthrough []Entry `yaml:"passthrough"`
-	// Derive says what a run of this class may get from its repository. Zero: nothing.
-	Derive DeriveConfig `yaml:"derive"`
-	// RunExtras are host patterns a run's own extra entries must fall within (an exact
-	// host, or a wildcard inside a listed wildcard). Empty: a run brings no extras.
-	RunExtras []string `yaml:"run_extras"`
-}
-
-// DeriveConfig limits what derivation from a run's repository may add to its policy.
-type DeriveConfig struct {
-	// Presets the repository's manifests and git remote may select (the package
-	// ecosystems and git hosts, by preset name). A preset derived but not listed is
-	// reported, not applied. Empty: derivation adds nothing.
-	Presets []string `yaml:"presets"`
-}
-
-// Entry lets one host pattern through, optionally narrowed by port, method and path.
-type Entry struct {
-	// Host is an exact host, an IP literal or "*.suffix" (one or more labels below suffix,
-	// never the suffix itself). Exactly one of Host and Preset.
-	Host string `yaml:"host" json:"host,omitempty"`
-	// Ports allowed; empty means 443 and 80.
-	Ports []int `yaml:"ports" json:"ports,omitempty"`
-	// Methods allowed, stored upper-case; empty means any.
-	Methods []string `yaml:"methods" json:"methods,omitempty"`
-	// Paths are allowed path prefixes (decoded form, e.g. "/v1/"); empty means any.
-	Paths []string `yaml:"paths" json:"paths,omitempty"`
-	// Preset names a shipped set of entries.
-	Preset string `yaml:"preset" json:"preset,omitempty"`
-	// WebSocket allows WebSocket upgrades through this entry.
-	WebSocket bool `yaml:"websocket" json:"websocket,omitempty"`
-	// AllowAddresses are IPs or CIDRs inside the dialer's deny ranges (an internal mirror
-	// at 10.1.2.3, say) that this entry may dial: an explicit opt-in.
-	AllowAddresses []string `yaml:"allow_addresses" json:"allow_addresses,omitempty"`
-	// Line is the entry's line in the config file (0 when unknown), for errors and
-	// provenance.
-	Line int `yaml:"-" json:"line,omitempty"`
-	// Origin says where the entry came from (config, preset, derivation, grant, run);
-	// set by Compile and ResolvePolicy.
-	Origin Origin `yaml:"-" json:"origin"`
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and
@@ -197,9 +118,9 @@ func Default() *Config {
 	c := &Config{
 		Version: CurrentVersion,
 		Tenants: map[string]*Tenant{
-			DefaultTenant: {
+			rules.DefaultTenant: {
 				TokenFile: DefaultTokenFile,
-				Classes:   map[string]*Class{DefaultClass: {}},
+				Classes:   map[string]*rules.Class{rules.DefaultClass: {}},
 			},
 		},
 	}
@@ -234,7 +155,7 @@ func (c *Config) applyDefaults() {
 		}
 		for name, cl := range t.Classes {
 			if cl == nil {
-				t.Classes[name] = &Class{} // "validation:" with nothing below: deny-all
+				t.Classes[name] = &rules.Class{} // "validation:" with nothing below: deny-all
 			}
 		}
 	}
@@ -279,4 +200,51 @@ func (c *Config) TokenPath(t *Tenant) string {
 		return filepath.Join(c.DataPath(), t.TokenFile)
 	}
 	return c.ResolvePath(t.TokenFile)
+}
+
+// Policy returns the policy model of the config, for rules.Compile and
+// rules.ResolvePolicy. It shares the classes with c: neither may be changed afterwards.
+func (c *Config) Policy() *rules.Policy {
+	p := &rules.Policy{File: c.Path, PresetHosts: c.Presets.Hosts, UpstreamHosts: c.Upstream.Hosts}
+	if c.Tenants != nil {
+		p.Tenants = make(map[string]*rules.Tenant, len(c.Tenants))
+	}
+	for name, t := range c.Tenants {
+		if t == nil {
+			p.Tenants[name] = nil
+			continue
+		}
+		p.Tenants[name] = &rules.Tenant{Classes: t.Classes}
+	}
+	return p
+}
+
+// Token reads the token of the named tenant from its token_file or token_env, trimmed,
+// for rules.Compile. Errors name where the token was looked for, never the token.
+func (c *Config) Token(tenant string) (string, error) {
+	t := c.Tenants[tenant]
+	if t == nil {
+		return "", fmt.Errorf("no tenant %q", tenant)
+	}
+	var tok, src string
+	if t.TokenEnv != "" {
+		src = "token_env " + t.TokenEnv
+		tok = os.Getenv(t.TokenEnv)
+	} else {
+		p := c.TokenPath(t)
+		src = "token_file " + p
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		tok = string(b)
+	}
+	tok = strings.TrimSpace(tok)
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("%s: empty token", src)
+	case len(tok) < rules.MinTokenLen:
+		return "", fmt.Errorf("%s: token shorter than %d characters", src, rules.MinTokenLen)
+	}
+	return tok, nil
 }
