@@ -26,6 +26,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/sluice-egress/sluice/internal/fileutil"
 	"go.step.sm/crypto/pemutil"
 	"golang.org/x/sync/singleflight"
 )
@@ -296,10 +297,10 @@ func (s *Store) loadOrCreate(tenant string) (*Authority, error) {
 		return nil, fmt.Errorf("ca: tenant %q: %w", tenant, err)
 	}
 	// Key first: a certificate on disk must never appear without its key.
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := fileutil.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("ca: tenant %q: write key: %w", tenant, err)
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := fileutil.WriteFile(certPath, certPEM, 0o644); err != nil {
 		_ = os.Remove(keyPath)
 		return nil, fmt.Errorf("ca: tenant %q: write certificate: %w", tenant, err)
 	}
@@ -502,12 +503,12 @@ func (s *Store) Rotate(tenant string) (*Authority, error) {
 	if err := mkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("ca: rotate %q: %w", tenant, err)
 	}
-	keyTmp, err := writeTemp(keyPath, keyPEM, 0o600)
+	keyTmp, err := fileutil.WriteTemp(keyPath, keyPEM, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("ca: rotate %q: write key: %w", tenant, err)
 	}
 	defer os.Remove(keyTmp) // no-op once renamed
-	certTmp, err := writeTemp(certPath, certPEM, 0o644)
+	certTmp, err := fileutil.WriteTemp(certPath, certPEM, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("ca: rotate %q: write certificate: %w", tenant, err)
 	}
@@ -538,7 +539,7 @@ func (s *Store) Rotate(tenant string) (*Authority, error) {
 	if err := os.Rename(certTmp, certPath); err != nil {
 		return nil, fmt.Errorf("ca: rotate %q: %w (%s is new, %s still old: restore from the .old files)", tenant, err, keyPath, certPath)
 	}
-	syncDir(dir)
+	fileutil.SyncDir(dir)
 
 	s.mu.Lock()
 	old := s.auths[tenant]
@@ -550,51 +551,4 @@ func (s *Store) Rotate(tenant string) (*Authority, error) {
 	s.purgeTenant(tenant)
 	s.logger().Info("ca: rotated tenant CA", logTenant, tenant, logPath, certPath, logFingerprint, a.Fingerprint())
 	return a, nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it
-// into place, so readers see the old content or the new, never a partial file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := writeTemp(path, data, perm)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	syncDir(filepath.Dir(path))
-	return nil
-}
-
-// writeTemp writes data, synced, with mode perm to a new temporary file in path's directory.
-func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	err = f.Chmod(perm) // before writing: the content is never visible under a looser mode
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(name)
-		return "", err
-	}
-	return name, nil
-}
-
-// syncDir makes a rename durable; failure only weakens durability, so it is ignored.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -93,7 +94,7 @@ func exportTenant(cfg *rules.Config, store *ca.Store, tenant, outDir, proxyHostp
 	}
 	lines = append(lines, phantoms...)
 	envPath = filepath.Join(outDir, "sluice.env")
-	if err := writeFileAtomic(envPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+	if err := fileutil.WriteFile(envPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return "", nil, "", fmt.Errorf("write %s: %w", envPath, err)
 	}
 	return envPath, lines, token, nil

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -186,10 +187,10 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 		if err := os.MkdirAll(*out, 0o700); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(*out, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
+		if err := fileutil.WriteFile(filepath.Join(*out, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(*out, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600); err != nil {
+		if err := fileutil.WriteFile(filepath.Join(*out, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
