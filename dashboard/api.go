@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -31,9 +32,9 @@ const (
 
 // Errors of the API, besides the store's.
 var (
-	// ErrInvalid marks a request the caller must fix (400). RunManager
-	// implementations wrap it.
-	ErrInvalid = errors.New("invalid request")
+	// ErrInvalid marks a request the caller must fix (400). It is the runs
+	// service's, so that its checks and the API's own answer alike.
+	ErrInvalid = runs.ErrInvalid
 	// errForbidden: the principal may not do this (403).
 	errForbidden = errors.New("forbidden")
 	// errUnavailable: the server is not set up for this (503).

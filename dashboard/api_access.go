@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -45,13 +46,6 @@ type accessBody struct {
 	Justification string    `json:"justification"`
 	ExpiresAt     time.Time `json:"expires_at"`
 	TTL           string    `json:"ttl"`
-}
-
-// GrantOf is the policy grant of an approved access request: its entry for every class
-// of its tenant, until it expires.
-func GrantOf(x store.AccessRequest) rules.Grant {
-	return rules.Grant{ID: x.ID, Tenant: x.Tenant, Expires: x.ExpiresAt,
-		Entry: rules.Entry{Host: x.Host, Ports: x.Ports, Methods: x.Methods, Paths: x.Paths}}
 }
 
 func (a *api) createAccess(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +117,7 @@ func (a *api) accessRequest(p Principal, b accessBody) (store.AccessRequest, err
 	}
 	x := store.AccessRequest{Tenant: b.Tenant, Host: strings.TrimSpace(b.Host), Ports: b.Ports, Methods: b.Methods,
 		Paths: b.Paths, Justification: b.Justification, ExpiresAt: exp}
-	if err := rules.CheckGrant(GrantOf(x)); err != nil {
+	if err := rules.CheckGrant(runs.GrantOf(runs.AccessRequest(x))); err != nil {
 		return store.AccessRequest{}, fmt.Errorf("%w: %v", ErrInvalid, strings.TrimPrefix(err.Error(), "rules: "))
 	}
 	return x, nil
@@ -188,27 +182,15 @@ func (a *api) decide(w http.ResponseWriter, r *http.Request) {
 	a.respond(w, r, http.StatusOK, accessOut(x), err)
 }
 
-// decideAccess approves or denies a pending access request for p (reviewer or admin);
-// the store records the decision in the audit log in the same transaction. Then the
-// policy's grants are refreshed (Options.GrantsChanged), so that an approval applies
-// at once; a failed refresh is logged (the periodic refresh catches up) and the
-// decision stands.
+// decideAccess approves or denies a pending access request for p (reviewer or admin)
+// through the runs service, which records the decision and applies the grants.
 func decideAccess(ctx context.Context, o Options, p Principal, id string, approve bool, reason string) error {
 	if !p.AtLeast(RoleReviewer) {
 		return fmt.Errorf("%w: deciding access requests needs the reviewer role", errForbidden)
 	}
-	if o.Store == nil {
-		return fmt.Errorf("%w: no store", errUnavailable)
+	if o.Runs == nil {
+		return fmt.Errorf("%w: this server does not decide access requests", errUnavailable)
 	}
-	x, err := o.Store.DecideAccessRequest(ctx, id, store.AccessDecision{Approve: approve, Reviewer: p.Name, Reason: reason})
-	if err != nil {
-		return err
-	}
-	o.logger().Info("access request decided", "request", id, "tenant", x.Tenant, "state", x.State, "reviewer", p.Name)
-	if o.GrantsChanged != nil {
-		if err := o.GrantsChanged(context.WithoutCancel(ctx)); err != nil {
-			o.logger().Error("grants not refreshed after a decision: the periodic refresh will apply it", "request", id, "err", err)
-		}
-	}
-	return nil
+	_, err := o.Runs.DecideAccess(ctx, runs.Decision{ID: id, Approve: approve, Reviewer: p.Name, Reason: reason})
+	return err
 }

@@ -11,53 +11,27 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
-// RunManager creates and ends runs: it registers them with the policy engine, stores
-// them and closes their tunnels. cmd implements it; the API checks who may ask.
+// RunManager creates and ends runs and decides access requests: runs.Service,
+// which registers runs and grants with the policy engine, stores them and closes
+// their tunnels. The API checks who may ask.
 type RunManager interface {
 	// CreateRun derives and registers a run's policy, stores the run (its token's hash
 	// only) and returns it with its token, which is never shown again. Invalid input
 	// wraps ErrInvalid.
-	CreateRun(ctx context.Context, r RunRequest) (RunCreated, error)
+	CreateRun(ctx context.Context, r runs.Request) (runs.Created, error)
 	// EndRun ends a run at once: its token stops working and its tunnels are closed.
 	// Unknown ids wrap store.ErrNotFound.
-	EndRun(ctx context.Context, id, actor string) (store.Run, error)
+	EndRun(ctx context.Context, id, actor string) (runs.Run, error)
+	// DecideAccess records a reviewer's decision on a pending access request and
+	// applies the grants at once.
+	DecideAccess(ctx context.Context, d runs.Decision) (runs.AccessRequest, error)
 }
 
-// RunRequest is what POST /api/runs asks for.
-type RunRequest struct {
-	Tenant, Class string
-	// TTL ends the run; zero: DefaultRunTTL.
-	TTL time.Duration
-	// RepoRemote is the repository's git remote ("" for none).
-	RepoRemote string
-	// Manifests are the repository's manifests by path relative to its root
-	// ("package.json", "svc/go.mod"), for rules.Derive.
-	Manifests map[string]string
-	// Extras are the run's own allow entries (within the class's run_extras).
-	Extras []rules.Entry
-	// Actor is who asks, for the audit log.
-	Actor string
-}
-
-// RunCreated is a new run and what a sandbox needs to use it.
-type RunCreated struct {
-	Run store.Run
-	// Token is the run's proxy token, returned once; only its hash is kept.
-	Token string
-	// ProxyURL carries the run's credentials (tenant:token).
-	ProxyURL string
-	// CAPEM is the tenant CA's certificate.
-	CAPEM string
-	// Env are the lines a container sets (proxy and trust variables).
-	Env []string
-	// Presets and Suggestions say what the repository selected and what it names that
-	// the policy lacks.
-	Presets     []rules.PresetUse
-	Suggestions []rules.Suggestion
-}
+var _ RunManager = (*runs.Service)(nil)
 
 type runJSON struct {
 	ID         string    `json:"id"`
@@ -119,7 +93,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	out := runCreatedJSON{runJSON: runOut(c.Run, a.o.now()), Token: c.Token, ProxyURL: c.ProxyURL, CAPEM: c.CAPEM,
+	out := runCreatedJSON{runJSON: runOut(store.Run(c.Run), a.o.now()), Token: c.Token, ProxyURL: c.ProxyURL, CAPEM: c.CAPEM,
 		Env: c.Env, Presets: c.Presets, Suggestions: c.Suggestions}
 	if out.Presets == nil {
 		out.Presets = []rules.PresetUse{}
@@ -133,7 +107,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request) {
 
 // request checks the body and who asks: admins create runs for any tenant, a tenant
 // principal for its own only.
-func (b runBody) request(p Principal) (RunRequest, error) {
+func (b runBody) request(p Principal) (runs.Request, error) {
 	switch {
 	case p.AtLeast(RoleAdmin):
 	case p.AtLeast(RoleTenant):
@@ -141,13 +115,13 @@ func (b runBody) request(p Principal) (RunRequest, error) {
 			b.Tenant = p.Tenant
 		}
 		if b.Tenant != p.Tenant {
-			return RunRequest{}, fmt.Errorf("%w: tenant %s may create runs only for itself", errForbidden, p.Tenant)
+			return runs.Request{}, fmt.Errorf("%w: tenant %s may create runs only for itself", errForbidden, p.Tenant)
 		}
 	default:
-		return RunRequest{}, fmt.Errorf("%w: creating runs needs a tenant token or the admin role", errForbidden)
+		return runs.Request{}, fmt.Errorf("%w: creating runs needs a tenant token or the admin role", errForbidden)
 	}
 	if b.Tenant == "" {
-		return RunRequest{}, fmt.Errorf("%w: tenant is required", ErrInvalid)
+		return runs.Request{}, fmt.Errorf("%w: tenant is required", ErrInvalid)
 	}
 	if b.Class == "" {
 		b.Class = rules.DefaultClass
@@ -156,19 +130,19 @@ func (b runBody) request(p Principal) (RunRequest, error) {
 	if b.TTL != "" {
 		d, err := time.ParseDuration(b.TTL)
 		if err != nil || d <= 0 || d > MaxRunTTL {
-			return RunRequest{}, fmt.Errorf("%w: ttl must be a duration such as 1h, at most %s", ErrInvalid, MaxRunTTL)
+			return runs.Request{}, fmt.Errorf("%w: ttl must be a duration such as 1h, at most %s", ErrInvalid, MaxRunTTL)
 		}
 		ttl = d
 	}
 	if len(b.Manifests) > maxManifests {
-		return RunRequest{}, fmt.Errorf("%w: at most %d manifests", ErrInvalid, maxManifests)
+		return runs.Request{}, fmt.Errorf("%w: at most %d manifests", ErrInvalid, maxManifests)
 	}
 	for path := range b.Manifests {
 		if !fs.ValidPath(path) || path == "." {
-			return RunRequest{}, fmt.Errorf("%w: manifest path %q: want a relative path such as svc/package.json", ErrInvalid, path)
+			return runs.Request{}, fmt.Errorf("%w: manifest path %q: want a relative path such as svc/package.json", ErrInvalid, path)
 		}
 	}
-	return RunRequest{Tenant: b.Tenant, Class: b.Class, TTL: ttl, RepoRemote: b.RepoRemote,
+	return runs.Request{Tenant: b.Tenant, Class: b.Class, TTL: ttl, RepoRemote: b.RepoRemote,
 		Manifests: b.Manifests, Extras: b.Extras, Actor: p.Name}, nil
 }
 
@@ -180,11 +154,11 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	active := r.URL.Query().Get("active")
 	f := store.RunFilter{Tenant: tenant, Active: active == "true" || active == "1", Limit: limit}
-	runs, err := a.o.Store.ListRuns(r.Context(), f)
+	rs, err := a.o.Store.ListRuns(r.Context(), f)
 	now := a.o.now()
 	a.respond(w, r, http.StatusOK, struct {
 		Runs []runJSON `json:"runs"`
-	}{Runs: jsonList(runs, func(run store.Run) runJSON { return runOut(run, now) })}, err)
+	}{Runs: jsonList(rs, func(run store.Run) runJSON { return runOut(run, now) })}, err)
 }
 
 func (a *api) visibleRun(ctx context.Context, p Principal, id string) (store.Run, error) {
@@ -213,5 +187,5 @@ func (a *api) endRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := a.o.Runs.EndRun(r.Context(), id, p.Name)
-	a.respond(w, r, http.StatusOK, runOut(run, a.o.now()), err)
+	a.respond(w, r, http.StatusOK, runOut(store.Run(run), a.o.now()), err)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 )
 
 // Server is a running gateway wired from a config: Open binds the
@@ -42,8 +43,8 @@ type Server struct {
 	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
 	policy *policyHolder
 	reload *reloader
-	runs   *runManager // runs and grants (runs.go)
-	alerts *alert.Sink // webhook alerts (alerts.go); nil without alerts.webhooks
+	runs   *runs.Service // runs, access decisions and grants (runs.go)
+	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
 	phantoms *phantom.Registry
 	// dialer and scanner are the gateway's, swapped on reload (swap.go);
@@ -158,7 +159,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.reload.Run(rctx)
 	}
 	if s.runs != nil {
-		go s.runs.run(ctx)
+		go s.runs.Run(ctx)
 	}
 	select {
 	case err := <-errc:
