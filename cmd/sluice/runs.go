@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 
+	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -60,7 +61,7 @@ func (s *Server) openRuns() error {
 			}
 			return reachableProxy(s.ProxyAddr())
 		},
-		Env:            func(proxy *url.URL) []string { return envLines(proxy, runCAPath, runBundlePath) },
+		Env:            func(proxy *url.URL) []string { return ca.ContainerEnv(proxy, runCAPath, runBundlePath) },
 		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.MintPhantoms(tenant, run) },
 		ForgetPhantoms: s.ForgetPhantoms,
 		Interval:       s.RunsInterval,

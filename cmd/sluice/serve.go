@@ -205,7 +205,7 @@ func (s *Server) announce() {
 		}
 		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n  env lines:\n",
 			t, filepath.Join(out, "ca.pem"), envPath)
-		for _, l := range maskPhantoms(cfg, t, maskedEnv(lines, token)) {
+		for _, l := range maskPhantoms(cfg, t, ca.MaskEnv(lines, token)) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}
