@@ -23,13 +23,17 @@ func ContainerEnv(proxy *url.URL, caPath, bundlePath string) []string {
 	return append(lines, TrustEnv(caPath, bundlePath)...)
 }
 
-// MaskEnv returns env lines with the proxy token hidden (also where a URL
-// escapes it), for printing.
+// MaskEnv returns env lines with the proxy token hidden, for printing: as
+// written, and as a URL's userinfo or query escapes it (a tenant's token is
+// whatever its token file holds).
 func MaskEnv(lines []string, token string) []string {
+	userinfo := strings.TrimPrefix(url.UserPassword("", token).String(), ":")
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = strings.ReplaceAll(l, url.QueryEscape(token), "****")
-		out[i] = strings.ReplaceAll(out[i], token, "****")
+		for _, t := range []string{userinfo, url.QueryEscape(token), token} {
+			l = strings.ReplaceAll(l, t, "****")
+		}
+		out[i] = l
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 func TestExportEnv(t *testing.T) {
 	a := MustAuthority(t, newStore(t), "acme")
 	out := t.TempDir()
-	const token = "tok-en_0123456789"
+	const token = "tok/en+0123456789" // escaped differently in userinfo and in a query
 	proxy := &url.URL{Scheme: "http", User: url.UserPassword("acme", token), Host: "gw.test:3128"}
 	envPath, lines, err := a.ExportEnv(out, "/etc/sluice", proxy, []string{"GITHUB_TOKEN=ghp_phantom"})
 	if err != nil {
