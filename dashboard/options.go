@@ -38,13 +38,10 @@ type Options struct {
 	Identify func(user, token string) (rules.Identity, error)
 	// SessionTTL is a login session's lifetime; zero: DefaultSessionTTL.
 	SessionTTL time.Duration
-	// Runs creates and ends runs for POST and DELETE /api/runs (api.go). Nil:
-	// those answer 503; listing runs still works from the Store.
+	// Runs creates and ends runs for POST and DELETE /api/runs and decides
+	// access requests (api_runs.go, api_access.go). Nil: those answer 503;
+	// listing runs and requests still works from the Store.
 	Runs RunManager
-	// GrantsChanged is called after an access request was decided, so that
-	// an approved grant applies at once (cmd refreshes the engine's grants).
-	// Nil: grants apply at the next periodic refresh. Its error is logged.
-	GrantsChanged func(ctx context.Context) error
 	// Now nil: time.Now.
 	Now func() time.Time
 }

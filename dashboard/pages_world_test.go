@@ -18,7 +18,9 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -99,6 +101,7 @@ func mustPageWorld(tb testing.TB, tweak ...func(*Options)) *pageWorld {
 		},
 		Identify: w.engine.Identify,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Runs:     &runs.Service{Store: runstore.New(w.store), Engine: func() *rules.Engine { return w.engine }},
 	}
 	for _, f := range tweak {
 		f(&w.opts)

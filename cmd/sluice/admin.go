@@ -113,9 +113,6 @@ func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 		},
 		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
 		Runs:       s.runs,
-		GrantsChanged: func(ctx context.Context) error {
-			return s.runs.refreshGrants(ctx)
-		},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -85,33 +86,7 @@ func ensureToken(path string) error {
 	if _, err := io.ReadFull(rand.Reader, b); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
-}
-
-// writeFileAtomic writes via a temp file and rename, so a crash never leaves
-// half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fileutil.WriteFile(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
 }
 
 func runConfigCheck(args []string, stdout, stderr io.Writer) error {

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
-	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -114,7 +114,7 @@ func storedGrants(cfg *config.Config, tenant string) ([]rules.Grant, error) {
 	var out []rules.Grant
 	for _, x := range active {
 		if x.Tenant == tenant {
-			out = append(out, dashboard.GrantOf(x))
+			out = append(out, runs.GrantOf(runs.AccessRequest(x)))
 		}
 	}
 	return out, nil

@@ -106,71 +106,29 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	sc.MaxBodyBytes = *maxBytes
 	// A file is not a request: give each the time a large file needs.
 	sc.Timeout = 5 * time.Minute
-	found := 0
-	scanOne := func(name string, r io.Reader) error {
-		data, err := io.ReadAll(io.LimitReader(r, *maxBytes+1))
-		if err != nil {
-			return err
+	report := func(name string, f scanner.Finding) {
+		rep := scanReport{File: name, Line: f.Line, Kind: f.Kind, Rule: f.Rule, Where: f.Where, Decoding: f.Decoding,
+			Snippet: f.Snippet, Fingerprint: f.Fingerprint, Action: f.Action.String()}
+		if *asJSON {
+			b, _ := json.Marshal(rep)
+			fmt.Fprintln(stdout, string(b))
+			return
 		}
-		if int64(len(data)) > *maxBytes {
-			fmt.Fprintf(stderr, "sluice scan: %s: larger than --max-bytes, skipped\n", name)
-			return nil
+		loc := name
+		if f.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", name, f.Line)
 		}
-		fsList, err := sc.ScanText(ctx, name, data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		dec := ""
+		if f.Decoding != "" {
+			dec = " (" + f.Decoding + ")"
 		}
-		for _, f := range fsList {
-			found++
-			rep := scanReport{File: name, Line: f.Line, Kind: f.Kind, Rule: f.Rule, Where: f.Where, Decoding: f.Decoding,
-				Snippet: f.Snippet, Fingerprint: f.Fingerprint, Action: f.Action.String()}
-			if *asJSON {
-				b, _ := json.Marshal(rep)
-				fmt.Fprintln(stdout, string(b))
-				continue
-			}
-			loc := name
-			if f.Line > 0 {
-				loc = fmt.Sprintf("%s:%d", name, f.Line)
-			}
-			dec := ""
-			if f.Decoding != "" {
-				dec = " (" + f.Decoding + ")"
-			}
-			fmt.Fprintf(stdout, "%s: %s %s at %s%s: %s [%s, fp %s]\n", loc, f.Kind, f.Rule, f.Where, dec, f.Snippet, f.Action, f.Fingerprint)
-		}
-		return nil
+		fmt.Fprintf(stdout, "%s: %s %s at %s%s: %s [%s, fp %s]\n", loc, f.Kind, f.Rule, f.Where, dec, f.Snippet, f.Action, f.Fingerprint)
 	}
-	for _, t := range targets {
-		if t == "-" {
-			if err := scanOne("-", stdin); err != nil {
-				return err
-			}
-			continue
-		}
-		err := filepath.WalkDir(t, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == ".git" {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			return scanOne(path, f)
-		})
-		if err != nil {
-			return err
-		}
+	found, err := scanner.FileScan{MaxBytes: *maxBytes, Stdin: stdin, Found: report,
+		Skipped: func(name string) { fmt.Fprintf(stderr, "sluice scan: %s: larger than --max-bytes, skipped\n", name) },
+	}.Run(ctx, sc, targets)
+	if err != nil {
+		return err
 	}
 	if found > 0 {
 		return fmt.Errorf("%w: %d", errFound, found)

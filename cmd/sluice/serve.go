@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 )
 
 // Server is a running gateway wired from a config: Open binds the
@@ -43,8 +44,8 @@ type Server struct {
 	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
 	policy *policyHolder
 	reload *reloader
-	runs   *runManager // runs and grants (runs.go)
-	alerts *alert.Sink // webhook alerts (alerts.go); nil without alerts.webhooks
+	runs   *runs.Service // runs, access decisions and grants (runs.go)
+	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
 	phantoms *phantom.Registry
 	// dialer and scanner are the gateway's, swapped on reload (swap.go);
@@ -161,7 +162,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.reload.Run(rctx)
 	}
 	if s.runs != nil {
-		go s.runs.run(ctx)
+		go s.runs.Run(ctx)
 	}
 	select {
 	case err := <-errc:
@@ -207,7 +208,7 @@ func (s *Server) announce() {
 		}
 		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n  env lines:\n",
 			t, filepath.Join(out, "ca.pem"), envPath)
-		for _, l := range maskPhantoms(cfg, t, maskedEnv(lines, token)) {
+		for _, l := range maskPhantoms(cfg, t, ca.MaskEnv(lines, token)) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}

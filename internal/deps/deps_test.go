@@ -23,6 +23,8 @@ var forbidden = map[string][]string{
 	"store":         {"gateway", "dashboard", "rules", "scanner", "ca"},
 	"dashboard":     {"gateway", "scanner", "ca", "cmd/sluice"},
 	"alert":         {"gateway", "store", "dashboard"},
+	"doctor":        {"gateway", "rules", "scanner", "ca", "phantom", "store", "dashboard", "runs", "cmd/sluice"},
+	"runs":          {"store", "dashboard", "gateway", "cmd/sluice", "scanner", "ca"},
 }
 
 // leaves import no package of ours at all.
