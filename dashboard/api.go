@@ -37,7 +37,7 @@ type RunRequest struct {
 	// RepoRemote is the repository's git remote ("" for none).
 	RepoRemote string
 	// Manifests are the repository's manifests by path relative to its root
-	// ("package.json", "svc/go.mod"), for rules.Derive.
+	// ("package.json", "svc/go.mod"), for derive.Derive.
 	Manifests map[string]string
 	// Extras are the run's own allow entries (within the class's run_extras).
 	Extras []rules.Entry

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/dashboard"
+	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -64,8 +65,8 @@ var _ dashboard.RunManager = (*runManager)(nil)
 // and what they derived, so that a restart rebuilds the run's entries without the
 // files.
 type runRecord struct {
-	Files      []string          `json:"files"`
-	Derivation *rules.Derivation `json:"derivation,omitempty"`
+	Files      []string           `json:"files"`
+	Derivation *derive.Derivation `json:"derivation,omitempty"`
 }
 
 // CreateRun derives the run's presets from its manifests and remote, resolves its
@@ -83,14 +84,14 @@ func (m *runManager) CreateRun(ctx context.Context, r dashboard.RunRequest) (das
 	}
 	sort.Strings(files)
 	remote := stripUserinfo(r.RepoRemote)
-	der, err := rules.Derive(fsys, remote)
+	der, err := derive.Derive(fsys, remote)
 	if err != nil {
 		return dashboard.RunCreated{}, fmt.Errorf("%w: %v", dashboard.ErrInvalid, err)
 	}
 	now := time.Now()
 	id := store.NewID(store.PrefixRun, now)
 	pol, err := rules.ResolvePolicy(rules.PolicyInput{Config: cfg, Tenant: r.Tenant, Class: r.Class, Run: id,
-		Derivation: der, Extras: r.Extras, Now: now})
+		Derived: der.Policy(), Extras: r.Extras, Now: now})
 	if err != nil {
 		return dashboard.RunCreated{}, fmt.Errorf("%w: %v", dashboard.ErrInvalid, strings.TrimPrefix(err.Error(), "rules: "))
 	}
@@ -246,7 +247,7 @@ func (m *runManager) register(run store.Run) error {
 		return errors.New("bad token hash")
 	}
 	pol, err := rules.ResolvePolicy(rules.PolicyInput{Config: m.Config(), Tenant: run.Tenant, Class: run.Class, Run: run.ID,
-		Derivation: rec.Derivation, Extras: extras})
+		Derived: rec.Derivation.Policy(), Extras: extras})
 	if err != nil {
 		return err
 	}
