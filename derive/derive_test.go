@@ -187,19 +187,52 @@ func checkNoEntries(tb testing.TB, d *Derivation) {
 	}
 }
 
-// hostile are contents no manifest should hold: a huge line, NULs, deep nesting,
-// invalid UTF-8, a URL with credentials, port and query.
+// hostile are contents no manifest should hold: a line longer than the line reader's
+// first buffer, NULs, deep nesting, invalid UTF-8, a URL with credentials, port and
+// query. They seed every fuzz test; they stay small so that the fuzzer's minimisation
+// of what they lead to stays quick (TestHostile feeds the huge ones).
 var hostile = [][]byte{
 	nil,
-	bytes.Repeat([]byte("x"), 1<<20),
 	append(bytes.Repeat([]byte("a"), 70<<10), []byte(" https://long.example.test/\n")...),
 	[]byte("\x00\x00https://nul.example.test/\x00\n\x00"),
-	[]byte(strings.Repeat("[", 10000) + strings.Repeat("{", 10000)),
-	[]byte(strings.Repeat(`{"a":`, 5000) + `"https://deep.example.test/"` + strings.Repeat("}", 5000)),
+	[]byte(strings.Repeat("[", 1000) + strings.Repeat("{", 1000)),
+	[]byte(strings.Repeat(`{"a":`, 500) + `"https://deep.example.test/"` + strings.Repeat("}", 500)),
 	[]byte("\xff\xfe\xc3\x28 https://\xe2\x82.example.test/ \xed\xa0\x80\n"),
 	[]byte("https://user:do-not-put-secrets-here@h.example.test:99999/p?q=1#f\n"),
 	[]byte(strings.Repeat("\\\n", 1000)),
-	[]byte(strings.Repeat("\n", 100000)),
+	[]byte(strings.Repeat("\n", 1000)),
+}
+
+// huge are hostile contents at the size limit, too large to seed a fuzz test.
+var huge = [][]byte{
+	bytes.Repeat([]byte("x"), maxManifestBytes),
+	append(bytes.Repeat([]byte(" "), maxManifestBytes-40), []byte("--index-url https://end.example.test/\n")...),
+	[]byte(strings.Repeat("\n", maxManifestBytes)),
+	[]byte(strings.Repeat(`{"a":`, 100000) + strings.Repeat("}", 100000)),
+	[]byte(strings.Repeat("[", 1<<20)),
+	[]byte(strings.Repeat("\\\n", 1<<19)),
+	bytes.Repeat([]byte("\x00\xff"), 1<<20),
+}
+
+// TestHostile feeds the huge contents to every manifest of the table: no panic, and
+// the invariants hold.
+func TestHostile(t *testing.T) {
+	names := []string{"package.json", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", ".npmrc", "requirements.txt",
+		"pyproject.toml", "Pipfile.lock", "pip.conf", "go.mod", "Cargo.toml", "Cargo.lock", ".cargo/config.toml", "Gemfile",
+		"Gemfile.lock", "pom.xml", "build.gradle", "gradle-wrapper.properties", "composer.json", "composer.lock", "App.csproj",
+		"nuget.config", "Dockerfile", "Makefile"}
+	for _, n := range names {
+		t.Run(n, func(t *testing.T) {
+			for i, data := range huge {
+				fsys := fstest.MapFS{n: {Data: data}}
+				d, err := Derive(fsys, "")
+				if err != nil {
+					t.Fatalf("case %d: %v", i, err)
+				}
+				checkInvariants(t, fsys, d)
+			}
+		})
+	}
 }
 
 // fuzzManifests fuzzes the parsers of the files names: seeds, then the hostile
