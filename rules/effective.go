@@ -106,8 +106,9 @@ type PolicyInput struct {
 	Tenant, Class string
 	// Run is the run's id ("" for a dry run of the class).
 	Run string
-	// Derivation is what the run's repository selected; nil for none.
-	Derivation *Derivation
+	// Derived is what the run's repository selected (package derive computes it); nil
+	// for none.
+	Derived *Derived
 	// Grants are approved access requests for the tenant; expired ones and those of
 	// other classes are left out.
 	Grants []Grant
@@ -179,7 +180,7 @@ func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
 	p.Passthrough = p.configEntries(pol, cl.Passthrough, inConfig)
 
 	var errs []error
-	if d := in.Derivation; d != nil {
+	if d := in.Derived; d != nil {
 		for _, dp := range d.Presets {
 			pr := presets[dp.Name]
 			if pr == nil {
@@ -247,7 +248,7 @@ func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if d := in.Derivation; d != nil {
+	if d := in.Derived; d != nil {
 		for _, s := range d.Suggestions {
 			if p.Decide(Query{Host: s.Host, Port: s.Port, Stage: StageConnect}).Action == Deny {
 				p.Suggestions = append(p.Suggestions, s)

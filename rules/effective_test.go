@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -35,20 +34,41 @@ tenants:
       agent: {}
 `
 
-func mustDerive(t *testing.T, dir, remote string) *Derivation {
-	t.Helper()
-	var d *Derivation
-	var err error
-	if dir == "" {
-		d, err = Derive(nil, remote)
-	} else {
-		d, err = Derive(os.DirFS(dir), remote)
+// Repositories as package derive reads them (its testdata/manifests node-private with
+// the remote https://github.com/acme/app.git, docker and python): rules takes the result,
+// not the files, and cannot import derive.
+var (
+	nodeDerived = &Derived{
+		Presets: []DerivedPreset{
+			{Name: "github", From: []string{"git remote"}},
+			{Name: "npm", From: []string{".npmrc", "package.json", "packages/web/package.json", "yarn.lock"}},
+		},
+		Repo: &GitRepo{Host: "github.com", Path: "acme/app", Preset: "github"},
+		Suggestions: []Suggestion{
+			{Host: "downloads.vendor.test", Port: 443, URL: "https://downloads.vendor.test/pkg/tarball-dep-1.0.0.tgz", Source: "package.json:17", Why: "tarball dependency tarball-dep"},
+			{Host: "git.corp.test", Port: 443, URL: "https://git.corp.test/", Source: "package.json:11", Why: "git dependency ssh-lib (over ssh: the gateway carries https only)"},
+			{Host: "github.com", Port: 443, URL: "https://github.com/owner/shorthand-lib", Source: "package.json:10", Why: "git dependency shorthand-lib"},
+			{Host: "github.com", Port: 443, URL: "https://github.com/someone/forked-lib", Source: "package.json:9", Why: "git dependency forked-lib"},
+			{Host: "npm.corp.test", Port: 443, URL: "https://npm.corp.test/", Source: ".npmrc:1", Why: ".npmrc @corp registry"},
+			{Host: "npm.corp.test", Port: 443, URL: "https://npm.corp.test/", Source: "package.json:20", Why: "publishConfig.registry"},
+			{Host: "npm.corp.test", Port: 443, URL: "https://npm.corp.test/@corp/logger/-/logger-1.3.0.tgz", Source: "yarn.lock:7", Why: "lockfile resolved URL"},
+			{Host: "registry.npm.example.test", Port: 443, URL: "https://registry.npm.example.test/", Source: ".npmrc:3", Why: ".npmrc registry"},
+			{Host: "registry.npm.example.test", Port: 443, URL: "https://registry.npm.example.test/left-pad/-/left-pad-1.3.0.tgz", Source: "yarn.lock:12", Why: "lockfile resolved URL"},
+		},
 	}
-	if err != nil {
-		t.Fatal(err)
+	dockerDerived = &Derived{
+		Presets: []DerivedPreset{{Name: "alpine", From: []string{"Dockerfile"}}, {Name: "debian", From: []string{"Dockerfile"}}},
+		Suggestions: []Suggestion{
+			{Host: "pypi.corp.test", Port: 443, URL: "https://pypi.corp.test/simple", Source: "Dockerfile:6", Why: "--extra-index-url"},
+		},
 	}
-	return d
-}
+	pythonDerived = &Derived{
+		Presets: []DerivedPreset{{Name: "pypi", From: []string{"poetry.lock", "pyproject.toml", "requirements-dev.txt", "requirements.txt"}}},
+		Suggestions: []Suggestion{
+			{Host: "pypi.corp.test", Port: 443, URL: "https://pypi.corp.test/simple/", Source: "requirements.txt:3", Why: "--extra-index-url"},
+		},
+	}
+)
 
 func findUse(p *EffectivePolicy, name string) *PresetUse {
 	for i := range p.Presets {
@@ -61,8 +81,7 @@ func findUse(p *EffectivePolicy, name string) *PresetUse {
 
 func TestResolvePolicy(t *testing.T) {
 	f := MustFixture(t, policyConfig, "acme", "globex")
-	node := mustDerive(t, "testdata/manifests/node-private", "https://github.com/acme/app.git")
-	p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "agent", Run: "r1", Derivation: node})
+	p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "agent", Run: "r1", Derived: nodeDerived})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +147,7 @@ func TestResolvePolicy(t *testing.T) {
 	})
 
 	t.Run("derivation limited by derive.presets", func(t *testing.T) {
-		d := mustDerive(t, "testdata/manifests/docker", "")
-		p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Derivation: d})
+		p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Derived: dockerDerived})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,8 +159,7 @@ func TestResolvePolicy(t *testing.T) {
 			t.Fatalf("non-permitted preset applied: %+v", d)
 		}
 		// The validation class permits no derivation at all.
-		d = mustDerive(t, "testdata/manifests/python", "")
-		p, err = ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "validation", Derivation: d})
+		p, err = ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "validation", Derived: pythonDerived})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +237,7 @@ func TestResolvePolicy(t *testing.T) {
 func TestEngineRuns(t *testing.T) {
 	f := MustFixture(t, policyConfig, "acme", "globex")
 	p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Run: "r1",
-		Derivation: mustDerive(t, "testdata/manifests/node-private", "https://github.com/acme/app.git")})
+		Derived: nodeDerived})
 	if err != nil {
 		t.Fatal(err)
 	}

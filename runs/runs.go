@@ -18,6 +18,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -76,7 +77,7 @@ type Request struct {
 	// it are dropped.
 	RepoRemote string
 	// Manifests are the repository's manifests by path relative to its root
-	// ("package.json", "svc/go.mod"), for rules.Derive.
+	// ("package.json", "svc/go.mod"), for derive.Derive.
 	Manifests map[string]string
 	// Extras are the run's own allow entries (within the class's run_extras).
 	Extras []rules.Entry
@@ -105,8 +106,8 @@ type Created struct {
 // and what they derived, so that a restart rebuilds the run's entries without the
 // files.
 type record struct {
-	Files      []string          `json:"files"`
-	Derivation *rules.Derivation `json:"derivation,omitempty"`
+	Files      []string           `json:"files"`
+	Derivation *derive.Derivation `json:"derivation,omitempty"`
 }
 
 // CreateRun derives the run's presets from its manifests and remote, resolves its
@@ -125,14 +126,14 @@ func (m *Service) CreateRun(ctx context.Context, r Request) (Created, error) {
 	}
 	sort.Strings(files)
 	remote := StripUserinfo(r.RepoRemote)
-	der, err := rules.Derive(fsys, remote)
+	der, err := derive.Derive(fsys, remote)
 	if err != nil {
 		return Created{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	now := time.Now()
 	id := m.Store.NewRunID(now)
 	pol, err := m.Resolve(rules.PolicyInput{Tenant: r.Tenant, Class: r.Class, Run: id,
-		Derivation: der, Extras: r.Extras, Now: now})
+		Derived: der.Policy(), Extras: r.Extras, Now: now})
 	if err != nil {
 		return Created{}, fmt.Errorf("%w: %v", ErrInvalid, strings.TrimPrefix(err.Error(), "rules: "))
 	}
@@ -323,7 +324,7 @@ func (m *Service) register(run Run) error {
 		return errors.New("no policy loaded")
 	}
 	pol, err := m.Resolve(rules.PolicyInput{Tenant: run.Tenant, Class: run.Class, Run: run.ID,
-		Derivation: rec.Derivation, Extras: extras})
+		Derived: rec.Derivation.Policy(), Extras: extras})
 	if err != nil {
 		return err
 	}

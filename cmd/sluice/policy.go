@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
@@ -58,7 +59,7 @@ func (pf *policyFlags) register(fs interface {
 }
 
 // resolve loads the config (no tokens are read) and resolves the effective policy.
-func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, error) {
+func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, error) {
 	if pf.tenant == "" {
 		return nil, nil, fmt.Errorf("%w: --tenant is required", errUsage)
 	}
@@ -71,7 +72,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 			return nil, nil, err
 		}
 	}
-	var d *rules.Derivation
+	var d *derive.Derivation
 	if pf.repo != "" || pf.remote != "" {
 		var fsys iofs.FS
 		if pf.repo != "" {
@@ -81,7 +82,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 			fsys = os.DirFS(pf.repo)
 		}
 		var err error
-		if d, err = rules.Derive(fsys, pf.remote); err != nil {
+		if d, err = derive.Derive(fsys, pf.remote); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -89,7 +90,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: pf.tenant, Class: pf.class, Derivation: d,
+	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: pf.tenant, Class: pf.class, Derived: d.Policy(),
 		Grants: grants, Now: time.Now()})
 	return p, d, err
 }
@@ -134,7 +135,7 @@ func runPolicyExplain(args []string, stdout, stderr io.Writer) error {
 	if pf.json {
 		return writeJSON(stdout, struct {
 			*rules.EffectivePolicy
-			Derivation *rules.Derivation `json:"derivation,omitempty"`
+			Derivation *derive.Derivation `json:"derivation,omitempty"`
 		}{p, d})
 	}
 	fmt.Fprintf(stdout, "tenant %s, class %s\n", p.Tenant, p.Class)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/internal/apiclient"
 	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
@@ -210,12 +211,12 @@ func readManifests(dir string) (map[string]string, error) {
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if p != root && (rules.SkipDir(d.Name()) || strings.Count(rel, "/") >= maxSendDepth) {
+			if p != root && (derive.SkipDir(d.Name()) || strings.Count(rel, "/") >= maxSendDepth) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !rules.IsManifest(rel) {
+		if !d.Type().IsRegular() || !derive.IsManifest(rel) {
 			return nil
 		}
 		if info, err := d.Info(); err == nil && info.Size() <= maxSendManifest {
