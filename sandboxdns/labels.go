@@ -39,14 +39,15 @@ type LabelCheck struct {
 	MaxLabel int
 	// MaxName is the longest name that is not a finding by length alone; 0 means 160.
 	MaxName int
-	// MinHex is the shortest run of hex digits (dashes ignored, with letters and digits
-	// both present) that is a finding; 0 means 24 (96 bits: a digest, a key, a UUID).
+	// MinHex is the shortest label of hex digits (dashes ignored, at least one digit)
+	// that is a finding; 0 means 24 (96 bits: a digest, a key, a UUID).
 	MinHex int
 	// MinEncoded is the shortest label that the entropy test applies to; 0 means 20.
 	MinEncoded int
 	// MinEntropy is the Shannon entropy in bits per character at or above which a label of
-	// MinEncoded or more, mixing letters and digits, is a finding; 0 means 3.6. Random
-	// base32 of 20 characters has about 3.9, words and place names about 3.0–3.4.
+	// MinEncoded or more that switches between letters and digits at least four times is a
+	// finding; 0 means 3.6. Random base32 of 20 characters has about 3.9, words and place
+	// names about 3.0–3.4.
 	MinEntropy float64
 }
 
@@ -87,24 +88,36 @@ func (c LabelCheck) labelRule(l string) string {
 	if len(l) > c.maxLabel() {
 		return RuleLabelLong
 	}
-	var digits, letters, hexLetters, dashes int
+	var digits, letters, hexLetters, dashes, switches int
+	prev := byte(0) // 'a' after a letter, '0' after a digit, 0 after anything else
 	for i := 0; i < len(l); i++ {
+		cls := byte(0)
 		switch b := l[i] | 0x20; { // ASCII lower case; digits and '-' do not change
 		case '0' <= l[i] && l[i] <= '9':
 			digits++
+			cls = '0'
 		case 'a' <= b && b <= 'f':
 			letters++
 			hexLetters++
+			cls = 'a'
 		case 'g' <= b && b <= 'z':
 			letters++
+			cls = 'a'
 		case l[i] == '-':
 			dashes++
 		}
+		if cls != 0 && prev != 0 && cls != prev {
+			switches++
+		}
+		prev = cls
 	}
-	if hexRun := digits + hexLetters; hexRun >= c.minHex() && hexRun+dashes == len(l) && hexLetters > 0 && digits > 0 {
+	// Hex: a digest, a key, a UUID, or digits alone; words spelt in a-f have no digits.
+	if hexRun := digits + hexLetters; hexRun >= c.minHex() && hexRun+dashes == len(l) && digits > 0 {
 		return RuleLabelHex
 	}
-	if len(l) >= c.minEncoded() && letters > 0 && digits > 0 && entropy(l) >= c.minEntropy() {
+	// Encoded: base32 or base64url switch between letters and digits every few
+	// characters; names people choose do it once or twice ("mirror-02", "v2").
+	if len(l) >= c.minEncoded() && switches >= 4 && entropy(l) >= c.minEntropy() {
 		return RuleLabelEntropy
 	}
 	return ""
