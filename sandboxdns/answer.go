@@ -133,8 +133,10 @@ func (s *Server) answerAddrs(m *dns.Msg, q dns.Question, proto string, src netip
 			m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: a.AsSlice()})
 		}
 	}
-	s.logger().Debug("sandboxdns: answered", "tenant", id.Tenant, "run", id.Run, "host", redactName(name, nil),
-		"qtype", qtypeString(q.Qtype), "client", src.String(), "proto", proto, "answers", len(m.Answer))
+	if l := s.logger(); l.Enabled(context.Background(), slog.LevelDebug) {
+		l.Debug("sandboxdns: answered", "tenant", id.Tenant, "run", id.Run, "host", redactName(name, nil),
+			"qtype", qtypeString(q.Qtype), "client", src.String(), "proto", proto, "answers", len(m.Answer))
+	}
 	return m
 }
 

@@ -22,6 +22,19 @@ type LabelScanner interface {
 	ScanName(name string) []Finding
 }
 
+// LabelScanners runs each of its scanners and reports all their findings: the scanner's
+// detector and LabelCheck together, say.
+type LabelScanners []LabelScanner
+
+// ScanName implements LabelScanner.
+func (ls LabelScanners) ScanName(name string) []Finding {
+	var out []Finding
+	for _, l := range ls {
+		out = append(out, l.ScanName(name)...)
+	}
+	return out
+}
+
 // Detection rules of LabelCheck.
 const (
 	RuleLabelLong    = "dns-label-long"

@@ -367,6 +367,25 @@ func TestPluggedLabelScanner(t *testing.T) {
 	}
 }
 
+func TestLabelScanners(t *testing.T) {
+	canary := labelScannerFunc(func(name string) []Finding {
+		if strings.HasPrefix(name, "canary.") {
+			return []Finding{{Rule: "scanner-canary", Label: "canary"}}
+		}
+		return nil
+	})
+	both := LabelScanners{LabelCheck{}, canary}
+	if fs := both.ScanName("canary.example.test"); len(fs) != 1 || fs[0].Rule != "scanner-canary" {
+		t.Errorf("canary: %v", fs)
+	}
+	if fs := both.ScanName(strings.Repeat("q", 60) + ".example.test"); len(fs) != 1 || fs[0].Rule != RuleLabelLong {
+		t.Errorf("long label: %v", fs)
+	}
+	if fs := both.ScanName("www.example.test"); len(fs) != 0 {
+		t.Errorf("plain name: %v", fs)
+	}
+}
+
 type labelScannerFunc func(string) []Finding
 
 func (f labelScannerFunc) ScanName(n string) []Finding { return f(n) }
