@@ -20,12 +20,12 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/sluice-egress/sluice/internal/fileutil"
 	"go.step.sm/crypto/pemutil"
 	"golang.org/x/sync/singleflight"
 )
@@ -296,10 +296,10 @@ func (s *Store) loadOrCreate(tenant string) (*Authority, error) {
 		return nil, fmt.Errorf("ca: tenant %q: %w", tenant, err)
 	}
 	// Key first: a certificate on disk must never appear without its key.
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := fileutil.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("ca: tenant %q: write key: %w", tenant, err)
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := fileutil.WriteFile(certPath, certPEM, 0o644); err != nil {
 		_ = os.Remove(keyPath)
 		return nil, fmt.Errorf("ca: tenant %q: write certificate: %w", tenant, err)
 	}
@@ -474,127 +474,4 @@ func (s *Store) load(tenant, certPath, keyPath string) (*Authority, error) {
 		id:      cert.SerialNumber.Text(16),
 		store:   s,
 	}, nil
-}
-
-// Rotate replaces the tenant's root with a new one. The old files are kept beside
-// as ca.pem.<unix-time>.old and ca.key.<unix-time>.old; the old Authority stops
-// signing (ErrRetired) and the tenant's cached leaves are dropped. Rotate also
-// works when the files on disk are damaged, so it is the way to recover from that.
-func (s *Store) Rotate(tenant string) (*Authority, error) {
-	if err := ValidateTenant(tenant); err != nil {
-		return nil, err
-	}
-	if err := s.init(); err != nil {
-		return nil, err
-	}
-	m := s.tenantLock(tenant)
-	m.Lock()
-	defer m.Unlock()
-
-	dir, certPath, keyPath := s.paths(tenant)
-	a, certPEM, keyPEM, err := s.generate(tenant)
-	if err != nil {
-		return nil, err
-	}
-	if err := mkdirPrivate(s.Dir); err != nil {
-		return nil, fmt.Errorf("ca: rotate %q: %w", tenant, err)
-	}
-	if err := mkdirPrivate(dir); err != nil {
-		return nil, fmt.Errorf("ca: rotate %q: %w", tenant, err)
-	}
-	keyTmp, err := writeTemp(keyPath, keyPEM, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("ca: rotate %q: write key: %w", tenant, err)
-	}
-	defer os.Remove(keyTmp) // no-op once renamed
-	certTmp, err := writeTemp(certPath, certPEM, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("ca: rotate %q: write certificate: %w", tenant, err)
-	}
-	defer os.Remove(certTmp)
-
-	// Keep the old pair under a name nobody else uses; hard links leave the live
-	// files in place until the new ones replace them atomically.
-	for ts := s.now().Unix(); ; ts++ {
-		suffix := "." + strconv.FormatInt(ts, 10) + ".old"
-		c, err1 := exists(certPath + suffix)
-		k, err2 := exists(keyPath + suffix)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("ca: rotate %q: %w", tenant, err)
-		}
-		if c || k {
-			continue
-		}
-		for _, p := range []string{keyPath, certPath} {
-			if err := os.Link(p, p+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("ca: rotate %q: keep old %s: %w", tenant, p, err)
-			}
-		}
-		break
-	}
-	if err := os.Rename(keyTmp, keyPath); err != nil {
-		return nil, fmt.Errorf("ca: rotate %q: %w", tenant, err)
-	}
-	if err := os.Rename(certTmp, certPath); err != nil {
-		return nil, fmt.Errorf("ca: rotate %q: %w (%s is new, %s still old: restore from the .old files)", tenant, err, keyPath, certPath)
-	}
-	syncDir(dir)
-
-	s.mu.Lock()
-	old := s.auths[tenant]
-	s.auths[tenant] = a
-	s.mu.Unlock()
-	if old != nil {
-		old.retired.Store(true)
-	}
-	s.purgeTenant(tenant)
-	s.logger().Info("ca: rotated tenant CA", logTenant, tenant, logPath, certPath, logFingerprint, a.Fingerprint())
-	return a, nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it
-// into place, so readers see the old content or the new, never a partial file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := writeTemp(path, data, perm)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	syncDir(filepath.Dir(path))
-	return nil
-}
-
-// writeTemp writes data, synced, with mode perm to a new temporary file in path's directory.
-func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	err = f.Chmod(perm) // before writing: the content is never visible under a looser mode
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(name)
-		return "", err
-	}
-	return name, nil
-}
-
-// syncDir makes a rename durable; failure only weakens durability, so it is ignored.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/sluice-egress/sluice/internal/fileutil"
 )
 
 // Names of the files Export writes.
@@ -104,10 +106,10 @@ func (a *Authority) Export(outDir string) (caPath, bundlePath string, err error)
 
 	caPath = filepath.Join(outDir, ExportCAFile)
 	bundlePath = filepath.Join(outDir, ExportBundleFile)
-	if err := writeFileAtomic(caPath, a.certPEM, 0o644); err != nil {
+	if err := fileutil.WriteFile(caPath, a.certPEM, 0o644); err != nil {
 		return "", "", fmt.Errorf("ca: export %s: %w", caPath, err)
 	}
-	if err := writeFileAtomic(bundlePath, bundle.Bytes(), 0o644); err != nil {
+	if err := fileutil.WriteFile(bundlePath, bundle.Bytes(), 0o644); err != nil {
 		return "", "", fmt.Errorf("ca: export %s: %w", bundlePath, err)
 	}
 	return caPath, bundlePath, nil

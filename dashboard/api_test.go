@@ -12,14 +12,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -42,21 +44,21 @@ type apiWorld struct {
 	engine *rules.Engine
 	tokens map[string]string
 	runs   *fakeRuns
-	// grantsChanged counts Options.GrantsChanged calls.
-	grantsChanged atomic.Int64
 }
 
-// fakeRuns is a RunManager whose methods the tests set.
+// fakeRuns is a RunManager whose run methods the tests set; access decisions go
+// to a real runs.Service on the world's store and engine.
 type fakeRuns struct {
-	CreateFn func(ctx context.Context, r RunRequest) (RunCreated, error)
-	EndFn    func(ctx context.Context, id, actor string) (store.Run, error)
+	*runs.Service
+	CreateFn func(ctx context.Context, r runs.Request) (runs.Created, error)
+	EndFn    func(ctx context.Context, id, actor string) (runs.Run, error)
 }
 
-func (f *fakeRuns) CreateRun(ctx context.Context, r RunRequest) (RunCreated, error) {
+func (f *fakeRuns) CreateRun(ctx context.Context, r runs.Request) (runs.Created, error) {
 	return f.CreateFn(ctx, r)
 }
 
-func (f *fakeRuns) EndRun(ctx context.Context, id, actor string) (store.Run, error) {
+func (f *fakeRuns) EndRun(ctx context.Context, id, actor string) (runs.Run, error) {
 	return f.EndFn(ctx, id, actor)
 }
 
@@ -80,11 +82,11 @@ func newAPIWorld(t *testing.T) *apiWorld {
 	if err := os.WriteFile(cfgPath, []byte(apiConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.engine, err = rules.Compile(cfg); err != nil {
+	if w.engine, err = rules.Compile(cfg.Policy(), cfg.Token); err != nil {
 		t.Fatal(err)
 	}
 	if w.st, err = store.Open(context.Background(), filepath.Join(dir, store.FileName)); err != nil {
@@ -99,16 +101,18 @@ func newAPIWorld(t *testing.T) *apiWorld {
 	for _, r := range []Role{RoleViewer, RoleReviewer, RoleAdmin} {
 		users = append(users, User{Name: string(r) + "-user", Role: r, Hash: string(h)})
 	}
-	w.runs.CreateFn = func(ctx context.Context, r RunRequest) (RunCreated, error) {
+	w.runs.Service = &runs.Service{Store: runstore.New(w.st), Engine: func() *rules.Engine { return w.engine }}
+	w.runs.CreateFn = func(ctx context.Context, r runs.Request) (runs.Created, error) {
 		run, err := w.st.CreateRun(ctx, store.Run{Tenant: r.Tenant, Class: r.Class, TokenHash: "h-" + r.Actor + time.Now().String(),
 			Expires: time.Now().Add(r.TTL), RepoRemote: r.RepoRemote})
 		if err != nil {
-			return RunCreated{}, err
+			return runs.Created{}, err
 		}
-		return RunCreated{Run: run, Token: "run-token", ProxyURL: "http://" + r.Tenant + ":run-token@127.0.0.1:3128", CAPEM: "PEM"}, nil
+		return runs.Created{Run: runs.Run(run), Token: "run-token", ProxyURL: "http://" + r.Tenant + ":run-token@127.0.0.1:3128", CAPEM: "PEM"}, nil
 	}
-	w.runs.EndFn = func(ctx context.Context, id, actor string) (store.Run, error) {
-		return w.st.EndRun(ctx, id, time.Time{})
+	w.runs.EndFn = func(ctx context.Context, id, actor string) (runs.Run, error) {
+		run, err := w.st.EndRun(ctx, id, time.Time{})
+		return runs.Run(run), err
 	}
 	o := Options{
 		Store:    w.st,
@@ -116,10 +120,6 @@ func newAPIWorld(t *testing.T) *apiWorld {
 		Users:    users,
 		Identify: w.engine.Identify,
 		Runs:     w.runs,
-		GrantsChanged: func(context.Context) error {
-			w.grantsChanged.Add(1)
-			return nil
-		},
 	}
 	w.srv = httptest.NewServer(NewRouter(o))
 	t.Cleanup(w.srv.Close)
@@ -305,8 +305,8 @@ func TestAPIAccessReview(t *testing.T) {
 	if code, _ := w.call(t, reviewer, "POST", path, map[string]any{"reason": "ok"}, nil); code != 400 {
 		t.Fatalf("decision without approve: %d", code)
 	}
-	if w.grantsChanged.Load() != 0 {
-		t.Fatal("grants refreshed before any decision")
+	if g := w.engine.Grants(); len(g) != 0 {
+		t.Fatalf("grants installed before any decision: %+v", g)
 	}
 	var got accessJSON
 	if code, msg := w.call(t, reviewer, "POST", path, map[string]any{"approve": true, "reason": "needed for builds"}, &got); code != 200 {
@@ -315,8 +315,9 @@ func TestAPIAccessReview(t *testing.T) {
 	if got.State != store.AccessApproved || got.Reviewer != "reviewer-user" {
 		t.Fatalf("after approval: %+v", got)
 	}
-	if w.grantsChanged.Load() != 1 {
-		t.Fatalf("GrantsChanged called %d times, want 1", w.grantsChanged.Load())
+	// The approval applies at once: the engine holds the grant.
+	if g := w.engine.Grants(); len(g) != 1 || g[0].ID != x.ID {
+		t.Fatalf("engine grants after approval: %+v, want %s", g, x.ID)
 	}
 	if code, _ := w.call(t, admin, "POST", path, map[string]any{"approve": false, "reason": "changed my mind"}, nil); code != 409 {
 		t.Fatalf("second decision: %d, want 409", code)
@@ -325,7 +326,7 @@ func TestAPIAccessReview(t *testing.T) {
 	if err != nil || len(grants) != 1 {
 		t.Fatalf("active grants %v %v", grants, err)
 	}
-	g := GrantOf(grants[0])
+	g := runs.GrantOf(runs.AccessRequest(grants[0]))
 	if g.Entry.Host != "pkg.acme.test" || g.Tenant != "acme" || g.ID != x.ID {
 		t.Fatalf("grant %+v", g)
 	}
@@ -373,9 +374,9 @@ func TestAPIAccessRequestInvalid(t *testing.T) {
 
 func TestAPIRuns(t *testing.T) {
 	w := newAPIWorld(t)
-	var seen RunRequest
+	var seen runs.Request
 	inner := w.runs.CreateFn
-	w.runs.CreateFn = func(ctx context.Context, r RunRequest) (RunCreated, error) {
+	w.runs.CreateFn = func(ctx context.Context, r runs.Request) (runs.Created, error) {
 		seen = r
 		return inner(ctx, r)
 	}
@@ -425,8 +426,8 @@ func TestAPIRuns(t *testing.T) {
 		t.Fatalf("end unknown: %d", code)
 	}
 	// A manager error that is not the caller's fault is a 500 without details.
-	w.runs.CreateFn = func(context.Context, RunRequest) (RunCreated, error) {
-		return RunCreated{}, errors.New("disk on fire at /secret/path")
+	w.runs.CreateFn = func(context.Context, runs.Request) (runs.Created, error) {
+		return runs.Created{}, errors.New("disk on fire at /secret/path")
 	}
 	code, msg := w.call(t, admin, "POST", "/api/runs", map[string]any{"tenant": "acme"}, nil)
 	if code != 500 || strings.Contains(msg, "/secret/path") {

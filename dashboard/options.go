@@ -28,9 +28,6 @@ type Options struct {
 	// Engine returns the policy in force now (it changes on reload). Nil,
 	// or a nil result: the policy page shows nothing.
 	Engine func() *rules.Engine
-	// Config returns the configuration in force now (for the API). Nil:
-	// unknown.
-	Config func() *rules.Config
 	// Users may log in to the pages (session) or call the API (HTTP Basic).
 	// Empty: only tenant tokens get in, and only to the API.
 	Users []User
@@ -41,13 +38,10 @@ type Options struct {
 	Identify func(user, token string) (rules.Identity, error)
 	// SessionTTL is a login session's lifetime; zero: DefaultSessionTTL.
 	SessionTTL time.Duration
-	// Runs creates and ends runs for POST and DELETE /api/runs (api.go). Nil:
-	// those answer 503; listing runs still works from the Store.
+	// Runs creates and ends runs for POST and DELETE /api/runs and decides
+	// access requests (api_runs.go, api_access.go). Nil: those answer 503;
+	// listing runs and requests still works from the Store.
 	Runs RunManager
-	// GrantsChanged is called after an access request was decided, so that
-	// an approved grant applies at once (cmd refreshes the engine's grants).
-	// Nil: grants apply at the next periodic refresh. Its error is logged.
-	GrantsChanged func(ctx context.Context) error
 	// Now nil: time.Now.
 	Now func() time.Time
 }

@@ -16,8 +16,11 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -73,14 +76,14 @@ func mustPageWorld(tb testing.TB, tweak ...func(*Options)) *pageWorld {
 		t.Setenv("DASH_TEST_ACME_TOKEN", w.tenantTokens["acme"])
 		t.Setenv("DASH_TEST_GLOBEX_TOKEN", w.tenantTokens["globex"])
 	}
-	cfg, err := rules.Parse([]byte(worldPolicy), "sluice.yaml")
+	cfg, err := config.Parse([]byte(worldPolicy), "sluice.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}
-	if w.engine, err = rules.Compile(cfg); err != nil {
+	if w.engine, err = rules.Compile(cfg.Policy(), cfg.Token); err != nil {
 		tb.Fatal(err)
 	}
 	w.store, err = store.Open(context.Background(), filepath.Join(tb.TempDir(), store.FileName))
@@ -98,6 +101,7 @@ func mustPageWorld(tb testing.TB, tweak ...func(*Options)) *pageWorld {
 		},
 		Identify: w.engine.Identify,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Runs:     &runs.Service{Store: runstore.New(w.store), Engine: func() *rules.Engine { return w.engine }},
 	}
 	for _, f := range tweak {
 		f(&w.opts)

@@ -18,9 +18,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 )
 
 // kustomization is the part of kustomize's Kustomization this layout uses;
@@ -220,7 +222,7 @@ func TestDeployment(t *testing.T) {
 
 	// The policy the ConfigMap carries loads, and the files it references
 	// are where the Deployment mounts them.
-	cfg, err := rules.Load(filepath.Join("k8s", gen[0].Files[0]))
+	cfg, err := config.Load(filepath.Join("k8s", gen[0].Files[0]))
 	if err != nil {
 		t.Fatalf("the ConfigMap's policy: %v", err)
 	}
@@ -356,15 +358,39 @@ func TestNetworkPolicyGateway(t *testing.T) {
 			t.Fatal("a policy that reaches 10.0.0.0/8 passed")
 		}
 	})
-	// Only agents may connect, and only to the proxy port.
+	// Only agents may connect, and only to the proxy and the resolver.
 	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 1 ||
-		np.Spec.Ingress[0].From[0].PodSelector.MatchLabels["sluice.dev/role"] != "agent" ||
-		np.Spec.Ingress[0].Ports[0].Port.IntVal != 3128 {
+		np.Spec.Ingress[0].From[0].PodSelector.MatchLabels["sluice.dev/role"] != "agent" {
 		t.Errorf("ingress: %+v", np.Spec.Ingress)
+	}
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			if !gatewayPorts[portOf(p)] {
+				t.Errorf("agents may connect to the gateway's %s", portOf(p))
+			}
+		}
 	}
 }
 
-// checkAgentPolicy: agents reach the gateway's proxy port and DNS, nothing else.
+// gatewayPorts are the gateway's ports that agents may reach: the proxy and the
+// resolver (after the Service's 53 -> 5353).
+var gatewayPorts = map[string]bool{"3128/TCP": true, "5353/UDP": true, "5353/TCP": true}
+
+// portOf is a NetworkPolicy port as "5353/UDP" (TCP when no protocol is given).
+func portOf(p networkingv1.NetworkPolicyPort) string {
+	proto := corev1.ProtocolTCP
+	if p.Protocol != nil {
+		proto = *p.Protocol
+	}
+	n := "any"
+	if p.Port != nil {
+		n = p.Port.String()
+	}
+	return n + "/" + string(proto)
+}
+
+// checkAgentPolicy: agents reach the gateway's proxy and resolver, nothing
+// else; the cluster DNS least of all, since it answers and forwards any name.
 func checkAgentPolicy(np *networkingv1.NetworkPolicy, gatewayLabels map[string]string) []string {
 	var errs []string
 	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
@@ -384,7 +410,9 @@ func checkAgentPolicy(np *networkingv1.NetworkPolicy, gatewayLabels map[string]s
 				errs = append(errs, "agents may reach an ipBlock "+p.IPBlock.CIDR)
 			case p.PodSelector == nil:
 				errs = append(errs, "a peer without pod selector matches whole namespaces")
-			case p.NamespaceSelector == nil:
+			case p.NamespaceSelector != nil:
+				errs = append(errs, "agents may reach pods in another namespace (the cluster DNS is a way out)")
+			default:
 				for k, v := range p.PodSelector.MatchLabels {
 					if gatewayLabels[k] != v {
 						errs = append(errs, "agents may reach pods other than the gateway")
@@ -394,17 +422,8 @@ func checkAgentPolicy(np *networkingv1.NetworkPolicy, gatewayLabels map[string]s
 					errs = append(errs, "agents may reach every pod of the namespace")
 				}
 				for _, port := range r.Ports {
-					if port.Port == nil || port.Port.IntVal != 3128 {
-						errs = append(errs, "agents may reach the gateway on a port other than the proxy")
-					}
-				}
-			default:
-				if p.PodSelector.MatchLabels["k8s-app"] != "kube-dns" {
-					errs = append(errs, "agents may reach pods in another namespace other than the DNS")
-				}
-				for _, port := range r.Ports {
-					if port.Port == nil || port.Port.IntVal != 53 {
-						errs = append(errs, "DNS peer on a port other than 53")
+					if !gatewayPorts[portOf(port)] {
+						errs = append(errs, "agents may reach the gateway's "+portOf(port))
 					}
 				}
 			}
@@ -439,6 +458,24 @@ func TestNetworkPolicyAgents(t *testing.T) {
 		open.Spec.Egress = append(open.Spec.Egress, networkingv1.NetworkPolicyEgressRule{})
 		if len(checkAgentPolicy(open, labels)) == 0 {
 			t.Fatal("an agent policy with an empty rule passed")
+		}
+		dns53 := intstr.FromInt32(53)
+		kubeDNS := np.DeepCopy()
+		kubeDNS.Spec.Egress = append(kubeDNS.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+			To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+			}},
+			Ports: []networkingv1.NetworkPolicyPort{{Port: &dns53}},
+		})
+		if len(checkAgentPolicy(kubeDNS, labels)) == 0 {
+			t.Fatal("an agent policy that reaches the cluster DNS passed")
+		}
+		admin := intstr.FromInt32(8080)
+		adminPort := np.DeepCopy()
+		adminPort.Spec.Egress[0].Ports = append(adminPort.Spec.Egress[0].Ports, networkingv1.NetworkPolicyPort{Port: &admin})
+		if len(checkAgentPolicy(adminPort, labels)) == 0 {
+			t.Fatal("an agent policy that reaches the gateway's admin port passed")
 		}
 	})
 }
@@ -521,7 +558,7 @@ func TestCompose(t *testing.T) {
 		}
 	}
 	// The compose policy loads.
-	if _, err := rules.Load("compose/sluice.yaml"); err != nil {
+	if _, err := config.Load("compose/sluice.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	if path, err := exec.LookPath("docker-compose"); err == nil {

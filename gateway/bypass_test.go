@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
@@ -183,11 +184,11 @@ func newBypassWorld(t *testing.T) *bypassWorld {
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, bypassPolicy, b.up.port, b.plain.port), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatalf("load policy: %v", err)
 	}
-	engine, err := rules.Compile(cfg)
+	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
 	if err != nil {
 		t.Fatalf("compile policy: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/rules"
@@ -78,11 +79,11 @@ func compileReloadPolicy(t *testing.T, w *world, allow string) *rules.Engine {
 	if err := os.WriteFile(path, fmt.Appendf(nil, reloadPolicy, w.up.port, w.plainPort, allow), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rules.Load(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := rules.Compile(cfg)
+	e, err := rules.Compile(cfg.Policy(), cfg.Token)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
@@ -79,11 +80,11 @@ func newPhantomWorld(t *testing.T, real string) *phantomWorld {
 	os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.token), 0o600)
 	cfgPath := filepath.Join(dir, "sluice.yaml")
 	os.WriteFile(cfgPath, fmt.Appendf(nil, phantomPolicy, w.port), 0o600)
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := rules.Compile(cfg)
+	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
 	if err != nil {
 		t.Fatal(err)
 	}

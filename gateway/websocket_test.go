@@ -24,6 +24,7 @@ import (
 	"golang.org/x/net/websocket"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/incident"
@@ -96,11 +97,11 @@ func newWSWorld(t *testing.T, sc gateway.Scanner) *wsWorld {
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, wsPolicy, w.port), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatalf("load policy: %v", err)
 	}
-	engine, err := rules.Compile(cfg)
+	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
 	if err != nil {
 		t.Fatalf("compile policy: %v", err)
 	}

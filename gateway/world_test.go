@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/incident"
@@ -139,11 +140,11 @@ func newWorld(t testing.TB) *world {
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, worldPolicy, w.up.port, w.badUp.port, w.plainPort), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatalf("load policy: %v", err)
 	}
-	engine, err := rules.Compile(cfg)
+	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
 	if err != nil {
 		t.Fatalf("compile policy: %v", err)
 	}

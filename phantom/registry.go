@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-egress/sluice/internal/fileutil"
 )
 
 // File in the data directory that keeps minted phantoms (mode 0600), so that
@@ -335,20 +337,8 @@ func (r *Registry) saveLocked() error {
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 		return fmt.Errorf("phantom: %w", err)
 	}
-	tmp, err := os.CreateTemp(r.Dir, ".phantoms-*")
-	if err != nil {
-		return fmt.Errorf("phantom: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("phantom: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("phantom: %w", err)
-	}
 	path := filepath.Join(r.Dir, StoreFile)
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := fileutil.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("phantom: %w", err)
 	}
 	if st, err := os.Stat(path); err == nil {

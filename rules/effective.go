@@ -100,14 +100,15 @@ type Grant struct {
 
 // PolicyInput is what a run's effective policy is made of.
 type PolicyInput struct {
-	// Config is the validated configuration.
-	Config *Config
+	// Policy is the checked policy (see Policy.Check).
+	Policy *Policy
 	// Tenant and Class name the run's class; Class "" means DefaultClass.
 	Tenant, Class string
 	// Run is the run's id ("" for a dry run of the class).
 	Run string
-	// Derivation is what the run's repository selected; nil for none.
-	Derivation *Derivation
+	// Derived is what the run's repository selected (package derive computes it); nil
+	// for none.
+	Derived *Derived
 	// Grants are approved access requests for the tenant; expired ones and those of
 	// other classes are left out.
 	Grants []Grant
@@ -153,15 +154,15 @@ type EffectivePolicy struct {
 // grants ∪ the run's extras that its run_extras permits. Every entry is validated as
 // strictly as the config; a grant or extra that fails is an error naming it.
 func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
-	cfg := in.Config
-	if cfg == nil {
-		return nil, errors.New("rules: resolve policy: no config")
+	pol := in.Policy
+	if pol == nil {
+		return nil, errors.New("rules: resolve policy: no policy")
 	}
 	className := in.Class
 	if className == "" {
 		className = DefaultClass
 	}
-	t := cfg.Tenants[in.Tenant]
+	t := pol.Tenants[in.Tenant]
 	if t == nil {
 		return nil, fmt.Errorf("rules: unknown tenant %q", in.Tenant)
 	}
@@ -175,11 +176,11 @@ func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
 	}
 	p := &EffectivePolicy{Tenant: in.Tenant, Class: className, Run: in.Run}
 	inConfig := map[string]bool{}
-	p.Allow = p.configEntries(cfg, cl.Allow, inConfig)
-	p.Passthrough = p.configEntries(cfg, cl.Passthrough, inConfig)
+	p.Allow = p.configEntries(pol, cl.Allow, inConfig)
+	p.Passthrough = p.configEntries(pol, cl.Passthrough, inConfig)
 
 	var errs []error
-	if d := in.Derivation; d != nil {
+	if d := in.Derived; d != nil {
 		for _, dp := range d.Presets {
 			pr := presets[dp.Name]
 			if pr == nil {
@@ -197,7 +198,7 @@ func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
 				if d.Repo != nil && d.Repo.Preset == dp.Name {
 					repoPath = d.Repo.Path
 				}
-				entries, unset := expandPreset(cfg, pr, repoPath)
+				entries, unset := expandPreset(pol, pr, repoPath)
 				for _, en := range entries {
 					en.Origin = use.Origin
 					en.Origin.Preset = use.Preset
@@ -247,7 +248,7 @@ func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if d := in.Derivation; d != nil {
+	if d := in.Derived; d != nil {
 		for _, s := range d.Suggestions {
 			if p.Decide(Query{Host: s.Host, Port: s.Port, Stage: StageConnect}).Action == Deny {
 				p.Suggestions = append(p.Suggestions, s)
@@ -258,8 +259,8 @@ func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
 }
 
 // configEntries expands a class's config list, presets included, recording origins.
-func (p *EffectivePolicy) configEntries(cfg *Config, list []Entry, inConfig map[string]bool) []Entry {
-	out, uses := expandConfigEntries(cfg, list)
+func (p *EffectivePolicy) configEntries(pol *Policy, list []Entry, inConfig map[string]bool) []Entry {
+	out, uses := expandConfigEntries(pol, list)
 	for _, u := range uses {
 		inConfig[u.Preset.Name] = true
 	}
@@ -269,11 +270,11 @@ func (p *EffectivePolicy) configEntries(cfg *Config, list []Entry, inConfig map[
 
 // expandConfigEntries expands a class's config list, presets included, each entry with
 // its Origin; it also reports each preset used.
-func expandConfigEntries(cfg *Config, list []Entry) ([]Entry, []PresetUse) {
+func expandConfigEntries(pol *Policy, list []Entry) ([]Entry, []PresetUse) {
 	var out []Entry
 	var uses []PresetUse
 	for _, en := range list {
-		o := Origin{Kind: OriginConfig, File: cfg.Path, Line: en.Line}
+		o := Origin{Kind: OriginConfig, File: pol.File, Line: en.Line}
 		if en.Preset == "" {
 			c := cloneEntry(en)
 			c.Origin = o
@@ -285,13 +286,13 @@ func expandConfigEntries(cfg *Config, list []Entry) ([]Entry, []PresetUse) {
 			continue // validated
 		}
 		o.Preset = PresetRef{pr.Name, pr.Version}
-		entries, unset := expandPreset(cfg, pr, "")
+		entries, unset := expandPreset(pol, pr, "")
 		for _, pe := range entries {
 			pe.Line = en.Line
 			pe.Origin = o
 			out = append(out, pe)
 		}
-		uses = append(uses, PresetUse{Preset: o.Preset, Origin: Origin{Kind: OriginConfig, File: cfg.Path, Line: en.Line}, Entries: len(entries), Note: unsetNote(unset)})
+		uses = append(uses, PresetUse{Preset: o.Preset, Origin: Origin{Kind: OriginConfig, File: pol.File, Line: en.Line}, Entries: len(entries), Note: unsetNote(unset)})
 	}
 	return out, uses
 }
@@ -314,10 +315,10 @@ func checkOwnEntry(name string, e Entry, passthrough bool) error {
 	if len(e.AllowAddresses) > 0 {
 		return fmt.Errorf("rules: %s: allow_addresses may only be set in the config file", name)
 	}
-	v := validator{c: &Config{}}
-	v.entry(name, &e, passthrough)
-	if len(v.errs) > 0 {
-		return fmt.Errorf("rules: %w", errors.Join(v.errs...))
+	var ps problems
+	ps.entry(name, &e, passthrough)
+	if len(ps) > 0 {
+		return fmt.Errorf("rules: %w", ps.err())
 	}
 	return nil
 }

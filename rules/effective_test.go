@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -35,20 +34,41 @@ tenants:
       agent: {}
 `
 
-func mustDerive(t *testing.T, dir, remote string) *Derivation {
-	t.Helper()
-	var d *Derivation
-	var err error
-	if dir == "" {
-		d, err = Derive(nil, remote)
-	} else {
-		d, err = Derive(os.DirFS(dir), remote)
+// Repositories as package derive reads them (its testdata/manifests node-private with
+// the remote https://github.com/acme/app.git, docker and python): rules takes the result,
+// not the files, and cannot import derive.
+var (
+	nodeDerived = &Derived{
+		Presets: []DerivedPreset{
+			{Name: "github", From: []string{"git remote"}},
+			{Name: "npm", From: []string{".npmrc", "package.json", "packages/web/package.json", "yarn.lock"}},
+		},
+		Repo: &GitRepo{Host: "github.com", Path: "acme/app", Preset: "github"},
+		Suggestions: []Suggestion{
+			{Host: "downloads.vendor.test", Port: 443, URL: "https://downloads.vendor.test/pkg/tarball-dep-1.0.0.tgz", Source: "package.json:17", Why: "tarball dependency tarball-dep"},
+			{Host: "git.corp.test", Port: 443, URL: "https://git.corp.test/", Source: "package.json:11", Why: "git dependency ssh-lib (over ssh: the gateway carries https only)"},
+			{Host: "github.com", Port: 443, URL: "https://github.com/owner/shorthand-lib", Source: "package.json:10", Why: "git dependency shorthand-lib"},
+			{Host: "github.com", Port: 443, URL: "https://github.com/someone/forked-lib", Source: "package.json:9", Why: "git dependency forked-lib"},
+			{Host: "npm.corp.test", Port: 443, URL: "https://npm.corp.test/", Source: ".npmrc:1", Why: ".npmrc @corp registry"},
+			{Host: "npm.corp.test", Port: 443, URL: "https://npm.corp.test/", Source: "package.json:20", Why: "publishConfig.registry"},
+			{Host: "npm.corp.test", Port: 443, URL: "https://npm.corp.test/@corp/logger/-/logger-1.3.0.tgz", Source: "yarn.lock:7", Why: "lockfile resolved URL"},
+			{Host: "registry.npm.example.test", Port: 443, URL: "https://registry.npm.example.test/", Source: ".npmrc:3", Why: ".npmrc registry"},
+			{Host: "registry.npm.example.test", Port: 443, URL: "https://registry.npm.example.test/left-pad/-/left-pad-1.3.0.tgz", Source: "yarn.lock:12", Why: "lockfile resolved URL"},
+		},
 	}
-	if err != nil {
-		t.Fatal(err)
+	dockerDerived = &Derived{
+		Presets: []DerivedPreset{{Name: "alpine", From: []string{"Dockerfile"}}, {Name: "debian", From: []string{"Dockerfile"}}},
+		Suggestions: []Suggestion{
+			{Host: "pypi.corp.test", Port: 443, URL: "https://pypi.corp.test/simple", Source: "Dockerfile:6", Why: "--extra-index-url"},
+		},
 	}
-	return d
-}
+	pythonDerived = &Derived{
+		Presets: []DerivedPreset{{Name: "pypi", From: []string{"poetry.lock", "pyproject.toml", "requirements-dev.txt", "requirements.txt"}}},
+		Suggestions: []Suggestion{
+			{Host: "pypi.corp.test", Port: 443, URL: "https://pypi.corp.test/simple/", Source: "requirements.txt:3", Why: "--extra-index-url"},
+		},
+	}
+)
 
 func findUse(p *EffectivePolicy, name string) *PresetUse {
 	for i := range p.Presets {
@@ -61,8 +81,7 @@ func findUse(p *EffectivePolicy, name string) *PresetUse {
 
 func TestResolvePolicy(t *testing.T) {
 	f := MustFixture(t, policyConfig, "acme", "globex")
-	node := mustDerive(t, "testdata/manifests/node-private", "https://github.com/acme/app.git")
-	p, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Class: "agent", Run: "r1", Derivation: node})
+	p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "agent", Run: "r1", Derived: nodeDerived})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +89,7 @@ func TestResolvePolicy(t *testing.T) {
 	t.Run("config entry keeps file and line", func(t *testing.T) {
 		d := p.Decide(Query{Host: "api.example.test", Port: 443, Stage: StageConnect})
 		if d.Action != Inspect || d.Entry.Origin.Kind != OriginConfig || d.Entry.Origin.Line != 11 ||
-			d.Entry.Origin.String() != f.cfg.Path+":11" {
+			d.Entry.Origin.String() != f.pol.File+":11" {
 			t.Fatalf("%+v %q", d, d.Entry.Origin)
 		}
 	})
@@ -128,8 +147,7 @@ func TestResolvePolicy(t *testing.T) {
 	})
 
 	t.Run("derivation limited by derive.presets", func(t *testing.T) {
-		d := mustDerive(t, "testdata/manifests/docker", "")
-		p, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Derivation: d})
+		p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Derived: dockerDerived})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,8 +159,7 @@ func TestResolvePolicy(t *testing.T) {
 			t.Fatalf("non-permitted preset applied: %+v", d)
 		}
 		// The validation class permits no derivation at all.
-		d = mustDerive(t, "testdata/manifests/python", "")
-		p, err = ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Class: "validation", Derivation: d})
+		p, err = ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: "validation", Derived: pythonDerived})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +170,7 @@ func TestResolvePolicy(t *testing.T) {
 
 	t.Run("grants and extras", func(t *testing.T) {
 		now := time.Now()
-		in := PolicyInput{Config: f.cfg, Tenant: "acme", Class: "agent", Run: "r2", Now: now,
+		in := PolicyInput{Policy: f.pol, Tenant: "acme", Class: "agent", Run: "r2", Now: now,
 			Grants: []Grant{
 				{ID: "ar-1", Tenant: "acme", Entry: Entry{Host: "npm.corp.test", Methods: []string{"get"}}},
 				{ID: "ar-2", Tenant: "acme", Entry: Entry{Host: "old.example.test"}, Expires: now.Add(-time.Minute)},
@@ -202,16 +219,16 @@ func TestResolvePolicy(t *testing.T) {
 			{Extras: []Entry{{Host: "localhost"}}},
 		}
 		for i, in := range bad {
-			in.Config, in.Tenant, in.Class = f.cfg, "acme", "agent"
+			in.Policy, in.Tenant, in.Class = f.pol, "acme", "agent"
 			if _, err := ResolvePolicy(in); err == nil {
 				t.Errorf("case %d: no error for %+v %+v", i, in.Grants, in.Extras)
 			}
 		}
 		// Another tenant's class does not permit extras at all.
-		if _, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "globex", Extras: []Entry{{Host: "exact.example.test"}}}); err == nil {
+		if _, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "globex", Extras: []Entry{{Host: "exact.example.test"}}}); err == nil {
 			t.Error("globex took an extra without run_extras")
 		}
-		if _, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "nobody"}); err == nil {
+		if _, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "nobody"}); err == nil {
 			t.Error("unknown tenant resolved")
 		}
 	})
@@ -219,8 +236,8 @@ func TestResolvePolicy(t *testing.T) {
 
 func TestEngineRuns(t *testing.T) {
 	f := MustFixture(t, policyConfig, "acme", "globex")
-	p, err := ResolvePolicy(PolicyInput{Config: f.cfg, Tenant: "acme", Run: "r1",
-		Derivation: mustDerive(t, "testdata/manifests/node-private", "https://github.com/acme/app.git")})
+	p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Run: "r1",
+		Derived: nodeDerived})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +300,7 @@ func TestEngineRuns(t *testing.T) {
 		}
 	})
 	t.Run("runs survive a reload and end", func(t *testing.T) {
-		next, err := Compile(f.cfg)
+		next, err := Compile(f.pol, f.token)
 		if err != nil {
 			t.Fatal(err)
 		}

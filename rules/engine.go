@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,14 +164,16 @@ type rule struct {
 // defaultPorts are the ports of an entry that names none.
 var defaultPorts = []int{443, 80}
 
-// Compile validates cfg, reads each tenant's token (keeping only its SHA-256) and compiles
-// the matchers. The engine keeps its own copies: later changes to cfg do not reach it.
-func Compile(cfg *Config) (*Engine, error) {
-	if cfg == nil {
-		return nil, errors.New("rules: compile: no config")
+// Compile checks p (Check), takes each tenant's token from token (keeping only its
+// SHA-256) and compiles the matchers. token returns a tenant's token, trimmed; reading
+// it (from a file, the environment) is the caller's business, so that rules does no I/O.
+// The engine keeps its own copies: later changes to p do not reach it.
+func Compile(p *Policy, token func(tenant string) (string, error)) (*Engine, error) {
+	if p == nil || token == nil {
+		return nil, errors.New("rules: compile: no policy")
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	if ps := problems(p.Check()); len(ps) > 0 {
+		return nil, fmt.Errorf("rules: compile: %w", ps.err())
 	}
 	e := &Engine{
 		tenants:  map[string]*tenant{},
@@ -185,14 +186,14 @@ func Compile(cfg *Config) (*Engine, error) {
 		return nil, fmt.Errorf("rules: compile: %w", err)
 	}
 	e.decoy = sha256.Sum256(seed[:])
-	for h, a := range cfg.Upstream.Hosts {
-		n, _ := NormalizeHost(h) // validated
+	for h, a := range p.UpstreamHosts {
+		n, _ := NormalizeHost(h) // checked
 		e.upstream[n], _ = parseAddr(a)
 	}
 	owner := map[[sha256.Size]byte]string{}
-	for _, tn := range slices.Sorted(maps.Keys(cfg.Tenants)) {
-		t := cfg.Tenants[tn]
-		digest, err := readToken(cfg, tn, t)
+	for _, tn := range slices.Sorted(maps.Keys(p.Tenants)) {
+		t := p.Tenants[tn]
+		digest, err := tokenDigest(tn, token)
 		if err != nil {
 			return nil, err
 		}
@@ -201,47 +202,41 @@ func Compile(cfg *Config) (*Engine, error) {
 		}
 		owner[digest] = tn
 		ct := &tenant{digest: digest, classes: map[string]*class{}}
-		for cn, cl := range t.Classes {
-			cc := &class{}
-			if cl != nil {
-				cc.allow = compileEntries(cfg, cl.Allow)
-				cc.passthrough = compileEntries(cfg, cl.Passthrough)
+		if t != nil {
+			for cn, cl := range t.Classes {
+				cc := &class{}
+				if cl != nil {
+					cc.allow = compileEntries(p, cl.Allow)
+					cc.passthrough = compileEntries(p, cl.Passthrough)
+				}
+				ct.classes[cn] = cc
 			}
-			ct.classes[cn] = cc
 		}
 		e.tenants[tn] = ct
 	}
 	return e, nil
 }
 
-// readToken reads a tenant's token and returns its SHA-256. Errors never hold the token.
-func readToken(cfg *Config, name string, t *Tenant) ([sha256.Size]byte, error) {
-	var tok, src string
-	if t.TokenEnv != "" {
-		src = "token_env " + t.TokenEnv
-		tok = os.Getenv(t.TokenEnv)
-	} else {
-		p := cfg.TokenPath(t)
-		src = "token_file " + p
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: %w", name, err)
-		}
-		tok = string(b)
+// tokenDigest takes a tenant's token and returns its SHA-256. Errors never hold the
+// token.
+func tokenDigest(name string, token func(string) (string, error)) ([sha256.Size]byte, error) {
+	tok, err := token(name)
+	if err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: %w", name, err)
 	}
 	tok = strings.TrimSpace(tok)
 	switch {
 	case tok == "":
-		return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: %s: empty token", name, src)
+		return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: empty token", name)
 	case len(tok) < MinTokenLen:
-		return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: %s: token shorter than %d characters", name, src, MinTokenLen)
+		return [sha256.Size]byte{}, fmt.Errorf("rules: tenant %s: token shorter than %d characters", name, MinTokenLen)
 	}
 	return sha256.Sum256([]byte(tok)), nil
 }
 
 // compileEntries compiles a class's validated config entries, expanding presets.
-func compileEntries(cfg *Config, entries []Entry) []*rule {
-	expanded, _ := expandConfigEntries(cfg, entries)
+func compileEntries(p *Policy, entries []Entry) []*rule {
+	expanded, _ := expandConfigEntries(p, entries)
 	return compileRules(expanded)
 }
 

@@ -3,8 +3,6 @@ package rules
 import (
 	"errors"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,10 +63,13 @@ tenants:
 
 // fixture is a compiled policy with the tenants' tokens.
 type fixture struct {
-	cfg    *Config
+	pol    *Policy
 	engine *Engine
 	tokens map[string]string // tenant -> token
 }
+
+// token returns the tenant's token, as Compile asks for it.
+func (f *fixture) token(tenant string) (string, error) { return tokens(f.tokens)(tenant) }
 
 // MustToken returns a fresh random token.
 func MustToken(tb testing.TB) string {
@@ -80,32 +81,20 @@ func MustToken(tb testing.TB) string {
 	return tok
 }
 
-// MustFixture writes yamlText and a random token file per tenant (token_file names
-// "<tenant>.token") into a temporary directory, then loads and compiles.
+// MustFixture decodes yamlText's policy, gives each tenant named a random token and
+// compiles.
 func MustFixture(tb testing.TB, yamlText string, tenants ...string) *fixture {
 	tb.Helper()
-	dir := tb.TempDir()
 	f := &fixture{tokens: map[string]string{}}
 	for _, tn := range tenants {
-		tok := MustToken(tb)
-		f.tokens[tn] = tok
-		if err := os.WriteFile(filepath.Join(dir, tn+".token"), []byte(tok+"\n"), 0o600); err != nil {
-			tb.Fatal(err)
-		}
+		f.tokens[tn] = MustToken(tb)
 	}
-	path := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(path, []byte(yamlText), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	cfg, err := Load(path)
+	f.pol = MustPolicy(tb, yamlText, "sluice.yaml")
+	e, err := Compile(f.pol, f.token)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := Compile(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f.cfg, f.engine = cfg, e
+	f.engine = e
 	return f
 }
 
@@ -290,7 +279,7 @@ func TestDecideProvenance(t *testing.T) {
 func TestEngineIsACopy(t *testing.T) {
 	f := MustFixture(t, decideConfig, "acme", "globex")
 	q := Query{Identity: acmeAgent, Host: "a.cdn.example.test", Port: 443, Method: "POST", Path: "/", Stage: StageRequest}
-	agent := f.cfg.Tenants["acme"].Classes["agent"]
+	agent := f.pol.Tenants["acme"].Classes["agent"]
 	agent.Allow[1].Methods[0] = "POST"
 	agent.Allow[1].Host = "*.example.test"
 	agent.Allow = append(agent.Allow, Entry{Host: "late.example.test"})
@@ -329,7 +318,7 @@ func TestDecisionOutlivesReload(t *testing.T) {
 	want := slices.Clone(before.AllowAddresses)
 	// The reload drops the entry's addresses: the next decision has none, the one taken
 	// before keeps what it was decided for.
-	cfg := f.cfg // Compile copied what it needs
+	cfg := f.pol // Compile copied what it needs
 	for _, cl := range cfg.Tenants["acme"].Classes {
 		for i := range cl.Allow {
 			if cl.Allow[i].Host == "mirror.internal.test" {
@@ -337,7 +326,7 @@ func TestDecisionOutlivesReload(t *testing.T) {
 			}
 		}
 	}
-	next, err := Compile(cfg)
+	next, err := Compile(cfg, f.token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,50 +450,28 @@ func TestIdentify(t *testing.T) {
 }
 
 func TestCompileTokens(t *testing.T) {
-	const fileCfg = "tenants:\n  acme:\n    token_file: acme.token\n    classes: {agent: {}}\n"
-	const envCfg = "tenants:\n  acme:\n    token_env: SLUICE_TEST_ACME_TOKEN\n    classes: {agent: {}}\n"
+	p := MustPolicy(t, "tenants:\n  acme:\n    classes: {agent: {}}\n", "sluice.yaml")
+	tok := MustToken(t)
 	tests := []struct {
 		name    string
-		cfg     string
-		file    *string // content of acme.token; nil: no file
-		env     *string
+		token   string
+		err     error
 		wantErr string
 	}{
-		{name: "file", cfg: fileCfg, file: ptr("  TOKEN\n")},
-		{name: "env", cfg: envCfg, env: ptr("TOKEN")},
-		{name: "missing file", cfg: fileCfg, wantErr: "acme.token"},
-		{name: "empty file", cfg: fileCfg, file: ptr(" \n"), wantErr: "empty token"},
-		{name: "short file", cfg: fileCfg, file: ptr("abcdefghijklmno\n"), wantErr: "shorter than 16"},
-		{name: "unset env", cfg: envCfg, wantErr: "SLUICE_TEST_ACME_TOKEN: empty token"},
-		{name: "short env", cfg: envCfg, env: ptr("short-secret"), wantErr: "shorter than 16"},
+		{name: "trimmed", token: "  " + tok + "\n"},
+		{name: "failing source", err: errors.New("token_file acme.token: gone"), wantErr: "tenant acme: token_file acme.token: gone"},
+		{name: "empty", token: " \n", wantErr: "empty token"},
+		{name: "short", token: "abcdefghijklmno\n", wantErr: "shorter than 16"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			tok := MustToken(t)
-			if tt.file != nil {
-				content := strings.ReplaceAll(*tt.file, "TOKEN", tok)
-				if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(content), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Setenv("SLUICE_TEST_ACME_TOKEN", "")
-			if tt.env != nil {
-				t.Setenv("SLUICE_TEST_ACME_TOKEN", strings.ReplaceAll(*tt.env, "TOKEN", tok))
-			}
-			cfg, err := Parse([]byte(tt.cfg), filepath.Join(dir, "sluice.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := Compile(cfg)
+			e, err := Compile(p, func(string) (string, error) { return tt.token, tt.err })
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Compile: %v, want error containing %q", err, tt.wantErr)
 				}
-				for _, secret := range []string{tok, "abcdefghijklmno", "short-secret"} {
-					if strings.Contains(err.Error(), secret) {
-						t.Errorf("error %q holds the token", err)
-					}
+				if strings.Contains(err.Error(), "abcdefghijklmno") {
+					t.Errorf("error %q holds the token", err)
 				}
 				return
 			}
@@ -518,55 +485,25 @@ func TestCompileTokens(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestCompileRefuses(t *testing.T) {
-	dir := t.TempDir()
 	tok := MustToken(t)
-	for _, n := range []string{"a.token", "b.token"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte(tok), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	shared := "tenants:\n  a:\n    token_file: a.token\n  b:\n    token_file: b.token\n"
-	cfg, err := Parse([]byte(shared), filepath.Join(dir, "sluice.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Compile(cfg); err == nil || !strings.Contains(err.Error(), "same token") || strings.Contains(err.Error(), tok) {
+	shared := MustPolicy(t, "tenants:\n  a: {}\n  b: {}\n", "sluice.yaml")
+	if _, err := Compile(shared, tokens(map[string]string{"a": tok, "b": tok})); err == nil || !strings.Contains(err.Error(), "same token") || strings.Contains(err.Error(), tok) {
 		t.Errorf("two tenants sharing a token: %v, want a refusal without the token", err)
 	}
-	if _, err := Compile(nil); err == nil {
+	if _, err := Compile(nil, tokens(nil)); err == nil {
 		t.Error("Compile(nil) succeeded")
 	}
-	bad := &Config{Tenants: map[string]*Tenant{"acme": {TokenFile: "a.token", Classes: map[string]*Class{"agent": {Allow: []Entry{{Host: "*.com"}}}}}}}
-	if _, err := Compile(bad); err == nil {
-		t.Error("Compile of an invalid config succeeded")
-	}
-}
-
-func TestCompileDefault(t *testing.T) {
-	c := Default()
-	dir := t.TempDir()
-	c.DataDir = dir
-	tok := MustToken(t)
-	if err := os.WriteFile(c.TokenPath(c.Tenants[DefaultTenant]), []byte(tok+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e, err := Compile(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := e.Identify("default", tok)
-	if err != nil || id != (Identity{Tenant: "default", Class: "agent"}) {
-		t.Fatalf("Identify = %+v, %v", id, err)
-	}
-	for _, q := range []Query{
-		{Identity: id, Host: "api.example.test", Port: 443, Stage: StageConnect},
-		{Identity: id, Host: "192.0.2.1", Port: 80, Method: "GET", Path: "/", Stage: StageRequest},
+	ok := tokens(map[string]string{"acme": tok})
+	for name, bad := range map[string]*Policy{
+		"wide wildcard":  {Tenants: map[string]*Tenant{"acme": {Classes: map[string]*Class{"agent": {Allow: []Entry{{Host: "*.com"}}}}}}},
+		"tenant name":    {Tenants: map[string]*Tenant{"Acme": {}}},
+		"upstream host":  {UpstreamHosts: map[string]string{"mirror.test": "not-an-ip"}},
+		"unknown slot":   {PresetHosts: map[string][]string{"no_such_slot": {"a.example.test"}}},
+		"unknown preset": {Tenants: map[string]*Tenant{"acme": {Classes: map[string]*Class{"agent": {Allow: []Entry{{Preset: "no-such-preset"}}}}}}},
 	} {
-		if d := e.Decide(q); d.Action != Deny || d.Reason != ReasonHostNotAllowed {
-			t.Errorf("default policy: Decide(%+v) = %v %q, want deny", q, d.Action, d.Reason)
+		if _, err := Compile(bad, ok); err == nil {
+			t.Errorf("%s: Compile of an invalid policy succeeded", name)
 		}
 	}
 }
@@ -621,7 +558,7 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("let through a host NormalizeHost refuses: %q", host)
 		}
 		// Reference matcher over the raw config entries of the identity's own class.
-		cl := fx.cfg.Tenants[id.Tenant].Classes[id.Class]
+		cl := fx.pol.Tenants[id.Tenant].Classes[id.Class]
 		matched := false
 		for _, e := range slices.Concat(cl.Allow, cl.Passthrough) {
 			patterns := []string{e.Host}

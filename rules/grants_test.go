@@ -128,7 +128,7 @@ func TestGrantsSurviveReload(t *testing.T) {
 	if err := f.engine.SetGrants([]Grant{{ID: "req_r", Tenant: "acme", Entry: Entry{Host: "kept.example.test"}}}); err != nil {
 		t.Fatal(err)
 	}
-	next, err := Compile(f.cfg)
+	next, err := Compile(f.pol, f.token)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,9 +143,11 @@ func parsePreset(data []byte, name string) (*Preset, error) {
 		if host == "" {
 			host = "slot.example.test"
 		}
-		v := validator{c: &Config{Path: name}}
-		v.entry(fmt.Sprintf("entries[%d]", i), &Entry{Host: host, Ports: pe.Ports, Methods: pe.Methods, Paths: pe.Paths, WebSocket: pe.WebSocket}, false)
-		errs = append(errs, v.errs...)
+		var ps problems
+		ps.entry(fmt.Sprintf("entries[%d]", i), &Entry{Host: host, Ports: pe.Ports, Methods: pe.Methods, Paths: pe.Paths, WebSocket: pe.WebSocket}, false)
+		for _, p := range ps {
+			errs = append(errs, fmt.Errorf("%s: %w", name, p))
+		}
 		if pe.RepoPaths && len(pe.Paths) > 0 {
 			fail("entries[%d]: set paths or repo_paths, not both", i)
 		}
@@ -181,14 +183,14 @@ func PresetSlots() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// expandPreset returns the entries preset p stands for under cfg's presets.hosts, with
+// expandPreset returns the entries preset p stands for under pol's PresetHosts, with
 // repoPath ("owner/repo", "" for none) limiting the repo_paths entries, and the slots that
 // were unset (their entries contribute nothing).
-func expandPreset(cfg *Config, p *Preset, repoPath string) (entries []Entry, unset []string) {
+func expandPreset(pol *Policy, p *Preset, repoPath string) (entries []Entry, unset []string) {
 	for _, pe := range p.Entries {
 		hosts := []string{pe.Host}
 		if pe.HostFrom != "" {
-			hosts = cfg.Presets.Hosts[pe.HostFrom]
+			hosts = pol.PresetHosts[pe.HostFrom]
 			if len(hosts) == 0 {
 				unset = append(unset, pe.HostFrom)
 				continue

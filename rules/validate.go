@@ -4,23 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sluice-egress/sluice/rules/match"
 )
 
-var (
-	// nameRE is the shape of tenant and class names: they appear in user names, paths and
-	// metrics labels.
-	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	// envRE is the shape of an environment variable name.
-	envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
+// nameRE is the shape of tenant, class and credential names: they appear in user names,
+// paths and metrics labels.
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// ValidName reports whether s may name a tenant, a launch class or a credential:
+// lower-case letters, digits and '-', starting with a letter or digit, at most 63.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
 
 // knownMethods are the methods an entry may name (RFC 9110 and PATCH; CONNECT is not a
 // request an allow entry could let through, it is what opens the tunnel).
@@ -29,129 +27,189 @@ var knownMethods = map[string]bool{
 	"DELETE": true, "OPTIONS": true, "TRACE": true,
 }
 
-// Validate checks every value and returns all problems at once (errors.Join of
-// *FieldError), each naming file, line and key, as in
-// `sluice.yaml:12: tenants.acme.classes.agent.allow[2].host: bad host pattern "*.com": ...`.
-func (c *Config) Validate() error {
-	v := validator{c: c}
-	v.config()
-	// In file order, as an editor would walk them.
-	slices.SortStableFunc(v.errs, func(a, b error) int {
-		return a.(*FieldError).Line - b.(*FieldError).Line
-	})
-	return errors.Join(v.errs...)
+// Problem is one thing wrong in a policy.
+type Problem struct {
+	// Key is the value's key path as in the config file
+	// ("tenants.acme.classes.agent.allow[2].host").
+	Key string
+	// Msg says what is wrong and, where it can, what to write instead.
+	Msg string
 }
 
-type validator struct {
-	c    *Config
-	errs []error
+// Error returns "key: msg".
+func (p *Problem) Error() string {
+	if p.Key == "" {
+		return p.Msg
+	}
+	return p.Key + ": " + p.Msg
 }
 
-func (v *validator) fail(key, format string, args ...any) {
-	v.errs = append(v.errs, &FieldError{File: v.c.Path, Line: v.c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+// problems collects Problems.
+type problems []*Problem
+
+func (ps *problems) fail(key, format string, args ...any) {
+	*ps = append(*ps, &Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (v *validator) config() {
-	c := v.c
-	if c.Version != 0 && c.Version != CurrentVersion {
-		v.fail("version", "unsupported version %d (this build reads 1)", c.Version)
+// err joins the problems into one error; nil when there are none.
+func (ps problems) err() error {
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = p
 	}
-	v.addr("listen.proxy", c.Listen.Proxy)
-	v.addr("listen.admin", c.Listen.Admin)
-	if c.DataDir == "" {
-		v.fail("data_dir", "must not be empty")
+	return errors.Join(errs...)
+}
+
+// Check validates the policy and returns every problem, keyed as in the config file, in
+// a stable order: upstream hosts, preset host slots, then tenants by name. Compile
+// refuses a policy with problems.
+func (p *Policy) Check() []*Problem {
+	var ps problems
+	ps.upstreamHosts(p.UpstreamHosts)
+	ps.presetHosts(p.PresetHosts)
+	for _, tn := range slices.Sorted(maps.Keys(p.Tenants)) {
+		ps.tenant(tn, p.Tenants[tn])
 	}
-	for i, r := range c.Upstream.ExtraRoots {
-		if strings.TrimSpace(r) == "" {
-			v.fail(fmt.Sprintf("upstream.extra_roots[%d]", i), "empty path")
-		}
-	}
-	v.upstreamHosts()
-	if c.Scanning.MaxInflightBytes <= 0 {
-		v.fail("scanning.max_inflight_bytes", "must be positive, such as 256MiB")
-	}
-	if c.Scanning.MaxBodyBytes <= 0 {
-		v.fail("scanning.max_body_bytes", "must be positive, such as 10MiB")
-	}
-	switch c.Scanning.OnOversize {
-	case OnOversizeBlock, OnOversizeForward:
-	default:
-		v.fail("scanning.on_oversize", "got %q, want %q or %q", c.Scanning.OnOversize, OnOversizeBlock, OnOversizeForward)
-	}
-	v.scanning()
-	if c.CA.PassphraseFile != "" && c.CA.PassphraseEnv != "" {
-		v.fail("ca.passphrase_env", "set passphrase_file or passphrase_env, not both")
-	}
-	if c.CA.PassphraseEnv != "" && !envRE.MatchString(c.CA.PassphraseEnv) {
-		v.fail("ca.passphrase_env", "bad environment variable name %q", c.CA.PassphraseEnv)
-	}
-	if c.CA.LeafTTL < 0 {
-		v.fail("ca.leaf_ttl", "must not be negative")
-	}
-	v.storeConfig()
-	v.dashboard()
-	v.alerts()
-	v.presetHosts()
-	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
-		v.tenant(tn, c.Tenants[tn])
-	}
+	return ps
 }
 
 // presetHosts checks presets.hosts: known slots, valid host patterns outside the deny
 // ranges (an internal mirror needs an explicit entry with allow_addresses instead).
-func (v *validator) presetHosts() {
+func (ps *problems) presetHosts(hosts map[string][]string) {
 	slots := PresetSlots()
-	for _, slot := range slices.Sorted(maps.Keys(v.c.Presets.Hosts)) {
+	for _, slot := range slices.Sorted(maps.Keys(hosts)) {
 		key := "presets.hosts." + slot
 		if !slices.Contains(slots, slot) {
-			v.fail(key, "unknown host slot %q (known: %s)", slot, strings.Join(slots, ", "))
+			ps.fail(key, "unknown host slot %q (known: %s)", slot, strings.Join(slots, ", "))
 			continue
 		}
-		for i, h := range v.c.Presets.Hosts[slot] {
+		for i, h := range hosts[slot] {
 			k := fmt.Sprintf("%s[%d]", key, i)
 			hp, err := match.ParseHostPattern(h)
 			if err != nil {
-				v.fail(k, "%v", err)
+				ps.fail(k, "%v", err)
 				continue
 			}
 			if why := deniedHost(hp); why != "" {
-				v.fail(k, "%q is %s, inside the dialer's deny ranges; allow an internal mirror with its own entry and allow_addresses", h, why)
+				ps.fail(k, "%q is %s, inside the dialer's deny ranges; allow an internal mirror with its own entry and allow_addresses", h, why)
 			}
 		}
 	}
 }
 
-func (v *validator) addr(key, a string) {
-	if a == "" {
-		v.fail(key, "must not be empty (host:port)")
-		return
-	}
-	_, port, err := net.SplitHostPort(a)
-	if err != nil {
-		v.fail(key, "bad address %q: want host:port", a)
-		return
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		v.fail(key, "bad port in %q", a)
-	}
-}
-
-func (v *validator) upstreamHosts() {
+// upstreamHosts checks upstream.hosts: host names, each once, to IP literals.
+func (ps *problems) upstreamHosts(hosts map[string]string) {
 	seen := map[string]string{}
-	for _, h := range slices.Sorted(maps.Keys(v.c.Upstream.Hosts)) {
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
 		key := "upstream.hosts." + h
 		n, err := NormalizeHost(h)
 		if err != nil {
-			v.fail(key, "%v", err)
+			ps.fail(key, "%v", err)
 		} else if _, err := netip.ParseAddr(n); err == nil {
-			v.fail(key, "%q is an IP address already; list host names", h)
+			ps.fail(key, "%q is an IP address already; list host names", h)
 		} else if other, dup := seen[n]; dup {
-			v.fail(key, "%q is the same host as %q", h, other)
+			ps.fail(key, "%q is the same host as %q", h, other)
 		} else {
 			seen[n] = h
 		}
-		if _, err := parseAddr(v.c.Upstream.Hosts[h]); err != nil {
-			v.fail(key, "%v", err)
+		if _, err := parseAddr(hosts[h]); err != nil {
+			ps.fail(key, "%v", err)
+		}
+	}
+}
+
+func (ps *problems) tenant(name string, t *Tenant) {
+	key := "tenants." + name
+	if !nameRE.MatchString(name) {
+		ps.fail(key, "bad tenant name %q: want lower-case letters, digits and '-', starting with a letter or digit, at most 63", name)
+	}
+	if t == nil {
+		return
+	}
+	for _, cn := range slices.Sorted(maps.Keys(t.Classes)) {
+		ckey := key + ".classes." + cn
+		if !nameRE.MatchString(cn) {
+			ps.fail(ckey, "bad class name %q: want lower-case letters, digits and '-', starting with a letter or digit, at most 63", cn)
+		}
+		cl := t.Classes[cn]
+		if cl == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for i, p := range cl.Derive.Presets {
+			k := fmt.Sprintf("%s.derive.presets[%d]", ckey, i)
+			switch {
+			case presets[p] == nil:
+				ps.fail(k, "unknown preset %q (known: %s)", p, knownPresets())
+			case seen[p]:
+				ps.fail(k, "preset %q listed twice", p)
+			}
+			seen[p] = true
+		}
+		for i, h := range cl.RunExtras {
+			k := fmt.Sprintf("%s.run_extras[%d]", ckey, i)
+			hp, err := match.ParseHostPattern(h)
+			if err != nil {
+				ps.fail(k, "%v", err)
+			} else if why := deniedHost(hp); why != "" {
+				ps.fail(k, "%q is %s, inside the dialer's deny ranges", h, why)
+			}
+		}
+		for i := range cl.Allow {
+			ps.entry(fmt.Sprintf("%s.allow[%d]", ckey, i), &cl.Allow[i], false)
+		}
+		for i := range cl.Passthrough {
+			ps.entry(fmt.Sprintf("%s.passthrough[%d]", ckey, i), &cl.Passthrough[i], true)
+		}
+	}
+}
+
+func (ps *problems) entry(key string, e *Entry, passthrough bool) {
+	switch {
+	case e.Preset != "" && e.Host != "":
+		ps.fail(key, "set host or preset, not both")
+	case e.Preset != "":
+		if _, ok := presets[e.Preset]; !ok {
+			ps.fail(key+".preset", "unknown preset %q (known: %s)", e.Preset, knownPresets())
+		}
+		if len(e.Ports)+len(e.Methods)+len(e.Paths)+len(e.AllowAddresses) > 0 || e.WebSocket {
+			ps.fail(key, "a preset entry takes no other keys")
+		}
+		return
+	case e.Host == "":
+		ps.fail(key, "set host (or preset)")
+	default:
+		hp, err := match.ParseHostPattern(e.Host)
+		if err != nil {
+			ps.fail(key+".host", "%v", err)
+		} else if why := deniedHost(hp); why != "" && !allowsAll(hp, e.AllowAddresses) {
+			ps.fail(key+".host", "%q is %s, inside the dialer's deny ranges: list it in allow_addresses to opt in", e.Host, why)
+		}
+	}
+	for i, p := range e.Ports {
+		if p < 1 || p > 65535 {
+			ps.fail(fmt.Sprintf("%s.ports[%d]", key, i), "port %d out of range 1-65535", p)
+		}
+	}
+	if passthrough && (len(e.Methods) > 0 || len(e.Paths) > 0 || e.WebSocket) {
+		ps.fail(key, "methods, paths and websocket do not apply to passthrough: the tunnel is not inspected (use allow)")
+	}
+	for i, m := range e.Methods {
+		up := strings.ToUpper(strings.TrimSpace(m))
+		if !knownMethods[up] {
+			ps.fail(fmt.Sprintf("%s.methods[%d]", key, i), "unknown method %q (known: %s)", m, strings.Join(slices.Sorted(maps.Keys(knownMethods)), ", "))
+		}
+	}
+	for i, p := range e.Paths {
+		if !strings.HasPrefix(p, "/") {
+			ps.fail(fmt.Sprintf("%s.paths[%d]", key, i), "path %q must start with /", p)
+		} else if _, err := match.CleanPath(p); err != nil {
+			ps.fail(fmt.Sprintf("%s.paths[%d]", key, i), "path %q has dot segments, control characters or bad escapes", p)
+		}
+	}
+	for i, a := range e.AllowAddresses {
+		if _, err := parsePrefix(a); err != nil {
+			ps.fail(fmt.Sprintf("%s.allow_addresses[%d]", key, i), "%v", err)
 		}
 	}
 }
@@ -186,112 +244,6 @@ func parsePrefix(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("bad address %q: want an IP or a CIDR such as 10.1.2.3 or 10.1.2.0/24", s)
 	}
 	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
-func (v *validator) tenant(name string, t *Tenant) {
-	key := "tenants." + name
-	if !nameRE.MatchString(name) {
-		v.fail(key, "bad tenant name %q: want lower-case letters, digits and '-', starting with a letter or digit, at most 63", name)
-	}
-	if t == nil {
-		v.fail(key, "empty tenant: set token_file or token_env")
-		return
-	}
-	switch {
-	case t.TokenFile == "" && t.TokenEnv == "":
-		v.fail(key, "set token_file or token_env")
-	case t.TokenFile != "" && t.TokenEnv != "":
-		v.fail(key+".token_env", "set token_file or token_env, not both")
-	case t.TokenEnv != "" && !envRE.MatchString(t.TokenEnv):
-		v.fail(key+".token_env", "bad environment variable name %q", t.TokenEnv)
-	}
-	v.credentials(name, t.Credentials)
-	for _, cn := range slices.Sorted(maps.Keys(t.Classes)) {
-		ckey := key + ".classes." + cn
-		if !nameRE.MatchString(cn) {
-			v.fail(ckey, "bad class name %q: want lower-case letters, digits and '-', starting with a letter or digit, at most 63", cn)
-		}
-		cl := t.Classes[cn]
-		if cl == nil {
-			continue
-		}
-		seen := map[string]bool{}
-		for i, p := range cl.Derive.Presets {
-			k := fmt.Sprintf("%s.derive.presets[%d]", ckey, i)
-			switch {
-			case presets[p] == nil:
-				v.fail(k, "unknown preset %q (known: %s)", p, knownPresets())
-			case seen[p]:
-				v.fail(k, "preset %q listed twice", p)
-			}
-			seen[p] = true
-		}
-		for i, h := range cl.RunExtras {
-			k := fmt.Sprintf("%s.run_extras[%d]", ckey, i)
-			hp, err := match.ParseHostPattern(h)
-			if err != nil {
-				v.fail(k, "%v", err)
-			} else if why := deniedHost(hp); why != "" {
-				v.fail(k, "%q is %s, inside the dialer's deny ranges", h, why)
-			}
-		}
-		for i := range cl.Allow {
-			v.entry(fmt.Sprintf("%s.allow[%d]", ckey, i), &cl.Allow[i], false)
-		}
-		for i := range cl.Passthrough {
-			v.entry(fmt.Sprintf("%s.passthrough[%d]", ckey, i), &cl.Passthrough[i], true)
-		}
-	}
-}
-
-func (v *validator) entry(key string, e *Entry, passthrough bool) {
-	switch {
-	case e.Preset != "" && e.Host != "":
-		v.fail(key, "set host or preset, not both")
-	case e.Preset != "":
-		if _, ok := presets[e.Preset]; !ok {
-			v.fail(key+".preset", "unknown preset %q (known: %s)", e.Preset, knownPresets())
-		}
-		if len(e.Ports)+len(e.Methods)+len(e.Paths)+len(e.AllowAddresses) > 0 || e.WebSocket {
-			v.fail(key, "a preset entry takes no other keys")
-		}
-		return
-	case e.Host == "":
-		v.fail(key, "set host (or preset)")
-	default:
-		hp, err := match.ParseHostPattern(e.Host)
-		if err != nil {
-			v.fail(key+".host", "%v", err)
-		} else if why := deniedHost(hp); why != "" && !allowsAll(hp, e.AllowAddresses) {
-			v.fail(key+".host", "%q is %s, inside the dialer's deny ranges: list it in allow_addresses to opt in", e.Host, why)
-		}
-	}
-	for i, p := range e.Ports {
-		if p < 1 || p > 65535 {
-			v.fail(fmt.Sprintf("%s.ports[%d]", key, i), "port %d out of range 1-65535", p)
-		}
-	}
-	if passthrough && (len(e.Methods) > 0 || len(e.Paths) > 0 || e.WebSocket) {
-		v.fail(key, "methods, paths and websocket do not apply to passthrough: the tunnel is not inspected (use allow)")
-	}
-	for i, m := range e.Methods {
-		up := strings.ToUpper(strings.TrimSpace(m))
-		if !knownMethods[up] {
-			v.fail(fmt.Sprintf("%s.methods[%d]", key, i), "unknown method %q (known: %s)", m, strings.Join(slices.Sorted(maps.Keys(knownMethods)), ", "))
-		}
-	}
-	for i, p := range e.Paths {
-		if !strings.HasPrefix(p, "/") {
-			v.fail(fmt.Sprintf("%s.paths[%d]", key, i), "path %q must start with /", p)
-		} else if _, err := match.CleanPath(p); err != nil {
-			v.fail(fmt.Sprintf("%s.paths[%d]", key, i), "path %q has dot segments, control characters or bad escapes", p)
-		}
-	}
-	for i, a := range e.AllowAddresses {
-		if _, err := parsePrefix(a); err != nil {
-			v.fail(fmt.Sprintf("%s.allow_addresses[%d]", key, i), "%v", err)
-		}
-	}
 }
 
 func knownPresets() string {
@@ -352,4 +304,32 @@ func allowsAll(hp match.HostPattern, allow []string) bool {
 		}
 	}
 	return false
+}
+
+// NormalizePattern checks h as an entry's host pattern and returns it normalised, as
+// the engine matches it: an exact host or IP literal, or "*.suffix". A wildcard must sit
+// below a registrable domain.
+func NormalizePattern(h string) (string, error) {
+	hp, err := match.ParseHostPattern(h)
+	if err != nil {
+		return "", err
+	}
+	return hp.String(), nil
+}
+
+// DeniedHost says why host pattern h names something inside the dialer's deny ranges
+// (an IP literal in them, or a loopback name); "" when it does not, or is no pattern.
+func DeniedHost(h string) string {
+	hp, err := match.ParseHostPattern(h)
+	if err != nil {
+		return ""
+	}
+	return deniedHost(hp)
+}
+
+// CheckPath reports whether p is a path prefix entries accept: starting with '/', with
+// no dot segments, control characters or bad escapes.
+func CheckPath(p string) error {
+	_, err := match.CleanPath(p)
+	return err
 }

@@ -52,6 +52,22 @@ func ParseAction(s string) (Action, error) {
 	return Pass, fmt.Errorf("unknown action %q (want block, redact or alert)", s)
 }
 
+// UnmarshalText reads "block", "redact" or "alert", exactly: the actions a config may
+// give a rule (Pass is for bound credentials, never configured).
+func (a *Action) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "block":
+		*a = Block
+	case "redact":
+		*a = Redact
+	case "alert":
+		*a = Alert
+	default:
+		return fmt.Errorf("got %q, want %q, %q or %q", b, Block, Redact, Alert)
+	}
+	return nil
+}
+
 // Kinds of finding, as in gateway events.
 const (
 	KindSecret    = "secret"
@@ -74,12 +90,12 @@ const (
 // one of Headers, it passes without a finding; anywhere else it is one.
 type Binding struct {
 	// Rule is the detection rule id whose secrets are bound ("github-pat").
-	Rule string
+	Rule string `yaml:"rule"`
 	// Hosts are exact hosts or "*.suffix" patterns, matched as the policy matches
 	// entry hosts (match.Host); one that does not parse binds nothing.
-	Hosts []string
+	Hosts []string `yaml:"hosts"`
 	// Headers where the credential may travel; empty: Authorization.
-	Headers []string
+	Headers []string `yaml:"headers"`
 }
 
 func (b Binding) matches(rule, header, host string) bool {
@@ -152,8 +168,10 @@ type Policy struct {
 
 // TenantPolicy is one tenant's overrides.
 type TenantPolicy struct {
-	Actions  map[string]Action
-	Bindings []Binding
+	// Actions by rule id win over the policy's.
+	Actions map[string]Action `yaml:"actions"`
+	// Bindings are added to the policy's.
+	Bindings []Binding `yaml:"bindings"`
 }
 
 // bound reports whether the finding is a credential at its own destination.

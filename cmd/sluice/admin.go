@@ -112,7 +112,6 @@ func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 		Metrics: s.ops.metrics, Ready: s.ready, Logger: s.Logger,
 		Store:  s.ops.store,
 		Engine: engine,
-		Config: func() *rules.Config { return s.Config },
 		Users:  users,
 		Identify: func(user, token string) (rules.Identity, error) {
 			e := engine()
@@ -123,9 +122,6 @@ func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 		},
 		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
 		Runs:       s.runs,
-		GrantsChanged: func(ctx context.Context) error {
-			return s.runs.refreshGrants(ctx)
-		},
 	}
 }
 

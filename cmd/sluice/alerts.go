@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-egress/sluice/alert"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/incident"
-	"github.com/sluice-egress/sluice/rules"
 )
 
 // alertingSink is the gateway's EventSink when webhooks are configured: the store's
@@ -72,7 +72,7 @@ func (s *Server) openAlerts() error {
 
 // webhooks resolves the configured webhooks' URLs. Errors name the reference, never
 // the URL.
-func webhooks(cfg *rules.Config, getenv func(string) string) ([]alert.Webhook, error) {
+func webhooks(cfg *config.Config, getenv func(string) string) ([]alert.Webhook, error) {
 	var out []alert.Webhook
 	for i, w := range cfg.Alerts.Webhooks {
 		key := fmt.Sprintf("alerts.webhooks[%d]", i)

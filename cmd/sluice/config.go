@@ -10,18 +10,20 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
 )
 
 // loadConfig reads the config file, or takes the embedded default when path
 // is empty. For the default it creates the tenant token on first start.
-func loadConfig(path, dataDir string) (*rules.Config, error) {
-	var cfg *rules.Config
+func loadConfig(path, dataDir string) (*config.Config, error) {
+	var cfg *config.Config
 	if path == "" {
-		cfg = rules.Default()
+		cfg = config.Default()
 	} else {
 		var err error
-		if cfg, err = rules.Load(path); err != nil {
+		if cfg, err = config.Load(path); err != nil {
 			return nil, err
 		}
 	}
@@ -46,9 +48,19 @@ func loadConfig(path, dataDir string) (*rules.Config, error) {
 	return cfg, nil
 }
 
+// compile validates cfg and compiles its policy, reading the tenants' tokens: as
+// rules.Compile did with the whole file before config was its own package, a
+// config changed after loading (--data-dir, --proxy) is checked again.
+func compile(cfg *config.Config) (*rules.Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return rules.Compile(cfg.Policy(), cfg.Token)
+}
+
 // resolve makes p absolute against the config file's directory (the working
 // directory for the embedded default).
-func resolve(cfg *rules.Config, p string) string {
+func resolve(cfg *config.Config, p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
@@ -74,33 +86,7 @@ func ensureToken(path string) error {
 	if _, err := io.ReadFull(rand.Reader, b); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
-}
-
-// writeFileAtomic writes via a temp file and rename, so a crash never leaves
-// half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return fileutil.WriteFile(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
 }
 
 func runConfigCheck(args []string, stdout, stderr io.Writer) error {
@@ -109,19 +95,19 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var cfg *rules.Config
+	var cfg *config.Config
 	var err error
 	if *path == "" {
-		cfg = rules.Default()
+		cfg = config.Default()
 		err = cfg.Validate()
 	} else {
-		cfg, err = rules.Load(*path)
+		cfg, err = config.Load(*path)
 	}
 	if err != nil {
 		return err
 	}
 	if *path != "" {
-		if _, err := rules.Compile(cfg); err != nil {
+		if _, err := compile(cfg); err != nil {
 			return err
 		}
 	}

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/phantom"
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
 // phantomCredentials turns the tenants' credentials from the config into the
 // registry's, with their secret sources (files are reread when they change).
-func phantomCredentials(cfg *rules.Config) (map[string][]*phantom.Credential, error) {
+func phantomCredentials(cfg *config.Config) (map[string][]*phantom.Credential, error) {
 	out := map[string][]*phantom.Credential{}
 	for tn, t := range cfg.Tenants {
 		if t == nil {
@@ -30,7 +30,7 @@ func phantomCredentials(cfg *rules.Config) (map[string][]*phantom.Credential, er
 }
 
 // phantomCredential converts one credential (also a run's own, from the runs API).
-func phantomCredential(cfg *rules.Config, c *rules.Credential) (*phantom.Credential, error) {
+func phantomCredential(cfg *config.Config, c *config.Credential) (*phantom.Credential, error) {
 	var src phantom.Source
 	if p := cfg.SecretPath(c); p != "" {
 		src = &phantom.File{Path: p}
@@ -73,7 +73,7 @@ func (s *Server) openCredentials(sc *scanner.Scanner) error {
 // checkCredentials builds the config's credentials and reads every real
 // secret once: a credential whose secret cannot be read is an error at start
 // and keeps the previous policy on reload.
-func checkCredentials(cfg *rules.Config) error {
+func checkCredentials(cfg *config.Config) error {
 	creds, err := phantomCredentials(cfg)
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func mintTenantPhantoms(reg *phantom.Registry, creds map[string][]*phantom.Crede
 // applyCredentials installs a reloaded config's credentials: new bindings,
 // hosts and secret references apply from the next request on, and new
 // credentials get their phantoms (exported by the next `sluice ca export`).
-func (s *Server) applyCredentials(cfg *rules.Config) {
+func (s *Server) applyCredentials(cfg *config.Config) {
 	if s.phantoms == nil {
 		return
 	}
@@ -120,7 +120,7 @@ func (s *Server) applyCredentials(cfg *rules.Config) {
 // MintPhantoms mints the phantoms of a run (the tenant's credentials plus
 // the run's own) and returns the env lines that carry them. The runs API
 // calls it when it creates a run, and ForgetPhantoms when the run ends.
-func (s *Server) MintPhantoms(tenant, run string, own ...rules.Credential) ([]string, error) {
+func (s *Server) MintPhantoms(tenant, run string, own ...config.Credential) ([]string, error) {
 	if s.phantoms == nil {
 		return nil, nil
 	}
@@ -146,7 +146,7 @@ func (s *Server) ForgetPhantoms(tenant, run string) error {
 // tenantPhantomEnv returns the env lines of the tenant's own phantoms for
 // sluice.env, minting them on first use (in the data directory's registry,
 // which the gateway reads too). Nothing when the tenant has no credentials.
-func tenantPhantomEnv(cfg *rules.Config, tenant string) ([]string, error) {
+func tenantPhantomEnv(cfg *config.Config, tenant string) ([]string, error) {
 	t := cfg.Tenants[tenant]
 	if t == nil || len(t.Credentials) == 0 {
 		return nil, nil
@@ -165,7 +165,7 @@ func tenantPhantomEnv(cfg *rules.Config, tenant string) ([]string, error) {
 
 // maskPhantoms hides the phantoms in env lines printed at start-up: they are
 // worth nothing outside the gateway, but they stay out of logs all the same.
-func maskPhantoms(cfg *rules.Config, tenant string, lines []string) []string {
+func maskPhantoms(cfg *config.Config, tenant string, lines []string) []string {
 	t := cfg.Tenants[tenant]
 	if t == nil {
 		return lines

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 )
@@ -33,7 +34,7 @@ tenants:
 		return p
 	}
 	cfgPath := write("api.one.example.test", "gh.secret")
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ tenants:
 		t.Fatal("start-up bindings wrong")
 	}
 
-	cfg2, err := rules.Load(write("api.two.example.test", "gh.secret"))
+	cfg2, err := config.Load(write("api.two.example.test", "gh.secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ tenants:
 		t.Fatal("reload did not move the credential's binding")
 	}
 
-	cfg3, err := rules.Load(write("api.two.example.test", "missing-"+hex.EncodeToString(key[:4])))
+	cfg3, err := config.Load(write("api.two.example.test", "missing-"+hex.EncodeToString(key[:4])))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 )
 
 // tenantToken reads a tenant's token from its reference (file or env var).
 // Only export needs the clear value: it goes into the container's env file.
-func tenantToken(cfg *rules.Config, name string) (string, error) {
+func tenantToken(cfg *config.Config, name string) (string, error) {
 	t, ok := cfg.Tenants[name]
 	if !ok {
 		return "", fmt.Errorf("no tenant %q in the config", name)
@@ -44,64 +44,29 @@ func proxyURL(hostport, user, token string) *url.URL {
 	return &url.URL{Scheme: "http", User: url.UserPassword(user, token), Host: hostport}
 }
 
-// envLines are the lines of sluice.env: the proxy for every client spelling
-// and the trust files for every tool that reads its own.
-func envLines(proxy *url.URL, caPath, bundlePath string) []string {
-	p := proxy.String()
-	lines := []string{
-		"HTTPS_PROXY=" + p, "https_proxy=" + p,
-		"HTTP_PROXY=" + p, "http_proxy=" + p,
-	}
-	return append(lines, ca.TrustEnv(caPath, bundlePath)...)
-}
-
-// maskedEnv shows env lines with the proxy token hidden, for printing.
-func maskedEnv(lines []string, token string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = strings.ReplaceAll(l, url.QueryEscape(token), "****")
-		out[i] = strings.ReplaceAll(out[i], token, "****")
-	}
-	return out
-}
-
-// exportTenant writes ca.pem, bundle.pem and sluice.env (0600: it holds the
-// proxy credential) for one tenant into outDir. containerDir, when set, is
-// where the container will see outDir mounted.
-func exportTenant(cfg *rules.Config, store *ca.Store, tenant, outDir, proxyHostport, containerDir string) (envPath string, lines []string, token string, err error) {
+// exportTenant writes ca.pem, bundle.pem and sluice.env (ca.Authority.ExportEnv)
+// for one tenant into outDir, with the tenant's token and phantom credentials.
+// containerDir, when set, is where the container will see outDir mounted.
+func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHostport, containerDir string) (envPath string, lines []string, token string, err error) {
 	auth, err := store.Authority(tenant)
 	if err != nil {
 		return "", nil, "", err
 	}
-	caPath, bundlePath, err := auth.Export(outDir)
-	if err != nil {
+	if token, err = tenantToken(cfg, tenant); err != nil {
 		return "", nil, "", err
 	}
-	if containerDir != "" {
-		caPath = filepath.Join(containerDir, filepath.Base(caPath))
-		bundlePath = filepath.Join(containerDir, filepath.Base(bundlePath))
-	}
-	token, err = tenantToken(cfg, tenant)
-	if err != nil {
-		return "", nil, "", err
-	}
-	lines = envLines(proxyURL(proxyHostport, tenant, token), caPath, bundlePath)
 	// The tenant's phantom credentials, under the names its tools read.
 	phantoms, err := tenantPhantomEnv(cfg, tenant)
 	if err != nil {
 		return "", nil, "", err
 	}
-	lines = append(lines, phantoms...)
-	envPath = filepath.Join(outDir, "sluice.env")
-	if err := writeFileAtomic(envPath, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		return "", nil, "", fmt.Errorf("write %s: %w", envPath, err)
-	}
-	return envPath, lines, token, nil
+	envPath, lines, err = auth.ExportEnv(outDir, containerDir, proxyURL(proxyHostport, tenant, token), phantoms)
+	return envPath, lines, token, err
 }
 
 // caStore opens the CA store under the data dir with the configured
 // passphrase.
-func caStore(cfg *rules.Config) (*ca.Store, error) {
+func caStore(cfg *config.Config) (*ca.Store, error) {
 	s := &ca.Store{Dir: filepath.Join(cfg.DataDir, "ca"), LeafTTL: time.Duration(cfg.CA.LeafTTL)}
 	switch {
 	case cfg.CA.PassphraseFile != "":

@@ -16,8 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-egress/sluice/dashboard"
+	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -57,20 +59,20 @@ func (pf *policyFlags) register(fs interface {
 }
 
 // resolve loads the config (no tokens are read) and resolves the effective policy.
-func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, error) {
+func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, error) {
 	if pf.tenant == "" {
 		return nil, nil, fmt.Errorf("%w: --tenant is required", errUsage)
 	}
-	var cfg *rules.Config
+	var cfg *config.Config
 	if pf.config == "" {
-		cfg = rules.Default()
+		cfg = config.Default()
 	} else {
 		var err error
-		if cfg, err = rules.Load(pf.config); err != nil {
+		if cfg, err = config.Load(pf.config); err != nil {
 			return nil, nil, err
 		}
 	}
-	var d *rules.Derivation
+	var d *derive.Derivation
 	if pf.repo != "" || pf.remote != "" {
 		var fsys iofs.FS
 		if pf.repo != "" {
@@ -80,7 +82,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 			fsys = os.DirFS(pf.repo)
 		}
 		var err error
-		if d, err = rules.Derive(fsys, pf.remote); err != nil {
+		if d, err = derive.Derive(fsys, pf.remote); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -88,7 +90,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := rules.ResolvePolicy(rules.PolicyInput{Config: cfg, Tenant: pf.tenant, Class: pf.class, Derivation: d,
+	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: pf.tenant, Class: pf.class, Derived: d.Policy(),
 		Grants: grants, Now: time.Now()})
 	return p, d, err
 }
@@ -96,7 +98,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *rules.Derivation, err
 // storedGrants reads the tenant's approved, unexpired access requests from
 // the data directory's store, when there is one: they are part of the
 // effective policy. It never creates a store.
-func storedGrants(cfg *rules.Config, tenant string) ([]rules.Grant, error) {
+func storedGrants(cfg *config.Config, tenant string) ([]rules.Grant, error) {
 	path := filepath.Join(cfg.DataPath(), store.FileName)
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil
@@ -113,7 +115,7 @@ func storedGrants(cfg *rules.Config, tenant string) ([]rules.Grant, error) {
 	var out []rules.Grant
 	for _, x := range active {
 		if x.Tenant == tenant {
-			out = append(out, dashboard.GrantOf(x))
+			out = append(out, runs.GrantOf(runs.AccessRequest(x)))
 		}
 	}
 	return out, nil
@@ -133,7 +135,7 @@ func runPolicyExplain(args []string, stdout, stderr io.Writer) error {
 	if pf.json {
 		return writeJSON(stdout, struct {
 			*rules.EffectivePolicy
-			Derivation *rules.Derivation `json:"derivation,omitempty"`
+			Derivation *derive.Derivation `json:"derivation,omitempty"`
 		}{p, d})
 	}
 	fmt.Fprintf(stdout, "tenant %s, class %s\n", p.Tenant, p.Class)

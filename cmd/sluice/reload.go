@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
@@ -83,21 +84,21 @@ type reloader struct {
 	// Path is the config file.
 	Path string
 	// Load reads, validates and compiles the config; an error keeps the old policy.
-	Load func(path string) (*rules.Engine, *rules.Config, error)
+	Load func(path string) (*rules.Engine, *config.Config, error)
 	// Holder receives the new engine.
 	Holder *policyHolder
 	// Gateway, when set, re-checks open tunnels after a swap.
 	Gateway policyChanger
 	// Applied, when set, applies the rest of a reloaded config that takes
 	// effect without a restart (upstream, scanner, credentials) after the swap.
-	Applied func(cfg *rules.Config)
+	Applied func(cfg *config.Config)
 	// Interval between polls of the file (mtime, size, then content hash). Zero: 2s.
 	Interval time.Duration
 	Logger   *slog.Logger
 
 	mu      sync.Mutex // one reload at a time
 	stamp   fileStamp
-	current *rules.Config
+	current *config.Config
 }
 
 type fileStamp struct {
@@ -107,7 +108,7 @@ type fileStamp struct {
 }
 
 // start records the file as loaded at start-up.
-func (r *reloader) start(cfg *rules.Config) {
+func (r *reloader) start(cfg *config.Config) {
 	r.current = cfg
 	r.stamp, _ = stampOf(r.Path, fileStamp{})
 }
@@ -192,7 +193,7 @@ func (r *reloader) Reload(why string) bool {
 // warnRestartOnly logs the settings a reload does not apply: upstream and
 // scanning apply live (applyReload); listeners, the CA settings and the
 // scan-memory bound do not.
-func (r *reloader) warnRestartOnly(cfg *rules.Config) {
+func (r *reloader) warnRestartOnly(cfg *config.Config) {
 	old := r.current
 	if old == nil {
 		return
@@ -220,14 +221,14 @@ func (r *reloader) warnRestartOnly(cfg *rules.Config) {
 
 // loadPolicy is the Server's reload: the config file read and compiled as at start-up,
 // keeping the data directory, with every tenant's CA ready before the swap.
-func (s *Server) loadPolicy(path string) (*rules.Engine, *rules.Config, error) {
-	cfg, err := rules.Load(path)
+func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) {
+	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	cfg.DataDir = s.Config.DataDir
 	cfg.Listen = s.Config.Listen // --proxy may have overridden it; listeners stay anyway
-	engine, err := rules.Compile(cfg)
+	engine, err := compile(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -255,7 +256,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *rules.Config, error) {
 // stagedReload is what loadPolicy built for applyReload. Both run under the
 // reloader's lock, one reload at a time.
 type stagedReload struct {
-	cfg     *rules.Config
+	cfg     *config.Config
 	hosts   map[string]netip.Addr
 	roots   *x509.CertPool
 	scanner *scanner.Scanner
@@ -264,7 +265,7 @@ type stagedReload struct {
 // reloadScanner compiles the reloaded config's scanner. It keeps the running
 // scanner's fingerprint key, canaries and phantoms, so that fingerprints,
 // issued canaries and minted phantoms stay valid.
-func (s *Server) reloadScanner(cfg *rules.Config) (*scanner.Scanner, error) {
+func (s *Server) reloadScanner(cfg *config.Config) (*scanner.Scanner, error) {
 	sc, err := buildScanner(cfg, false)
 	if err != nil {
 		return nil, err
@@ -280,7 +281,7 @@ func (s *Server) reloadScanner(cfg *rules.Config) (*scanner.Scanner, error) {
 // what loadPolicy built for cfg — upstream.hosts in the dialer, the upstream
 // roots (dropping pooled upstream connections when either changed), the
 // scanner — then the credentials.
-func (s *Server) applyReload(cfg *rules.Config) {
+func (s *Server) applyReload(cfg *config.Config) {
 	if st := s.staged; st != nil && st.cfg == cfg {
 		s.staged = nil
 		upstreamChanged := false

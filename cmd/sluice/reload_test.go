@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/rules"
 )
 
 // compileText writes a config with a token beside it and compiles it.
-func compileText(t *testing.T, dir, allowHost string) (*rules.Engine, *rules.Config) {
+func compileText(t *testing.T, dir, allowHost string) (*rules.Engine, *config.Config) {
 	t.Helper()
 	tok := filepath.Join(dir, "acme.token")
 	if _, err := os.Stat(tok); err != nil {
@@ -23,11 +24,11 @@ func compileText(t *testing.T, dir, allowHost string) (*rules.Engine, *rules.Con
 	}
 	p := filepath.Join(dir, "sluice.yaml")
 	os.WriteFile(p, []byte("tenants:\n  acme:\n    token_file: acme.token\n    classes:\n      agent:\n        allow:\n          - host: "+allowHost+"\n"), 0o600)
-	cfg, err := rules.Load(p)
+	cfg, err := config.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := rules.Compile(cfg)
+	e, err := compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +50,12 @@ func TestReloader(t *testing.T) {
 	var log bytes.Buffer
 	next := struct {
 		e   *rules.Engine
-		c   *rules.Config
+		c   *config.Config
 		err error
 	}{}
 	r := &reloader{Path: filepath.Join(dir, "sluice.yaml"), Holder: h, Gateway: changerFunc(func() int { changed++; return 0 }),
 		Logger: slog.New(slog.NewTextHandler(&log, nil)),
-		Load:   func(string) (*rules.Engine, *rules.Config, error) { return next.e, next.c, next.err }}
+		Load:   func(string) (*rules.Engine, *config.Config, error) { return next.e, next.c, next.err }}
 	r.start(cfg1)
 	acme := rules.Identity{Tenant: "acme", Class: "agent"}
 	allowed := func(host string) bool {
@@ -82,7 +83,7 @@ func TestReloaderPollsTheFile(t *testing.T) {
 	e1, cfg1 := compileText(t, dir, "a.example.test")
 	h := newPolicyHolder(e1)
 	s := &Server{Config: cfg1}
-	s.cas, _ = caStore(&rules.Config{DataDir: filepath.Join(dir, "data")})
+	s.cas, _ = caStore(&config.Config{DataDir: filepath.Join(dir, "data")})
 	r := &reloader{Path: cfg1.Path, Holder: h, Interval: 20 * time.Millisecond, Load: s.loadPolicy,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	r.start(cfg1)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/derive"
+	"github.com/sluice-egress/sluice/internal/apiclient"
+	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -36,19 +39,13 @@ const (
 	maxSendDepth    = 8
 )
 
-// apiClient calls the admin listener's JSON API.
-type apiClient struct {
-	base   *url.URL
-	auth   func(*http.Request)
-	client *http.Client
-}
-
-func newAPIClient(admin, tenant string, getenv func(string) string) (*apiClient, error) {
+// newAPIClient is the API client for --admin and the credentials in the env.
+func newAPIClient(admin, tenant string, getenv func(string) string) (*apiclient.Client, error) {
 	if admin == "" {
 		admin = getenv(envAdmin)
 	}
 	if admin == "" {
-		admin = "http://" + rules.DefaultAdminAddr
+		admin = "http://" + config.DefaultAdminAddr
 	}
 	u, err := url.Parse(admin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -57,7 +54,7 @@ func newAPIClient(admin, tenant string, getenv func(string) string) (*apiClient,
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: --admin: no credentials in the URL; set %s or %s/%s", errUsage, envToken, envUser, envPassword)
 	}
-	c := &apiClient{base: u, client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{Proxy: nil}}}
+	c := &apiclient.Client{Base: u}
 	tok, user := getenv(envToken), getenv(envUser)
 	switch {
 	case tok != "":
@@ -68,60 +65,14 @@ func newAPIClient(admin, tenant string, getenv func(string) string) (*apiClient,
 			}
 			cred = tenant + ":" + tok
 		}
-		c.auth = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+cred) }
+		c.Auth = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+cred) }
 	case user != "":
 		pw := getenv(envPassword)
-		c.auth = func(r *http.Request) { r.SetBasicAuth(user, pw) }
+		c.Auth = func(r *http.Request) { r.SetBasicAuth(user, pw) }
 	default:
 		return nil, fmt.Errorf("%w: set %s (a tenant token) or %s and %s (a dashboard user)", errUsage, envToken, envUser, envPassword)
 	}
 	return c, nil
-}
-
-// do sends a JSON request and decodes a JSON answer; an error status returns the
-// API's error message.
-func (c *apiClient) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	u := c.base.JoinPath(path)
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	c.auth(req)
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	if resp.StatusCode >= 300 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("admin API: %s (%d)", e.Error, resp.StatusCode)
-		}
-		return fmt.Errorf("admin API: %s", resp.Status)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("admin API: bad answer: %w", err)
-		}
-	}
-	return nil
 }
 
 // runCreated is the part of POST /api/runs' answer the command uses.
@@ -151,7 +102,7 @@ func runRun(ctx context.Context, args []string, getenv func(string) string, stdo
 
 func runCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlags("run create", stderr)
-	admin := fs.String("admin", "", "admin listener URL (default $"+envAdmin+" or http://"+rules.DefaultAdminAddr+")")
+	admin := fs.String("admin", "", "admin listener URL (default $"+envAdmin+" or http://"+config.DefaultAdminAddr+")")
 	tenant := fs.String("tenant", "", "tenant of the run (a tenant token's own by default)")
 	class := fs.String("class", rules.DefaultClass, "launch class")
 	ttl := fs.Duration("ttl", time.Hour, "how long the run may live")
@@ -175,7 +126,7 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 		body["manifests"] = m
 	}
 	var raw json.RawMessage
-	if err := c.do(ctx, http.MethodPost, "/api/runs", body, &raw); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/api/runs", body, &raw); err != nil {
 		return err
 	}
 	var rc runCreated
@@ -186,10 +137,10 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 		if err := os.MkdirAll(*out, 0o700); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(*out, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
+		if err := fileutil.WriteFile(filepath.Join(*out, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(*out, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600); err != nil {
+		if err := fileutil.WriteFile(filepath.Join(*out, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
 	}
@@ -233,7 +184,7 @@ func runEnd(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	if err := c.do(ctx, http.MethodDelete, "/api/runs/"+url.PathEscape(id), nil, nil); err != nil {
+	if err := c.Do(ctx, http.MethodDelete, "/api/runs/"+url.PathEscape(id), nil, nil); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "run %s ended\n", id)
@@ -260,12 +211,12 @@ func readManifests(dir string) (map[string]string, error) {
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if p != root && (rules.SkipDir(d.Name()) || strings.Count(rel, "/") >= maxSendDepth) {
+			if p != root && (derive.SkipDir(d.Name()) || strings.Count(rel, "/") >= maxSendDepth) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !rules.IsManifest(rel) {
+		if !d.Type().IsRegular() || !derive.IsManifest(rel) {
 			return nil
 		}
 		if info, err := d.Info(); err == nil && info.Size() <= maxSendManifest {

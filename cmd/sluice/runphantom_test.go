@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/dashboard"
+	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -22,11 +24,11 @@ func TestRunsCarryAndForgetPhantoms(t *testing.T) {
 	tok, _ := rules.NewToken()
 	os.WriteFile(filepath.Join(dir, "acme.token"), []byte(tok), 0o600)
 	os.WriteFile(cfgPath, []byte("version: 1\ntenants:\n  acme:\n    token_file: acme.token\n    classes:\n      agent:\n        allow: []\n"), 0o600)
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := rules.Compile(cfg)
+	engine, err := compile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +38,20 @@ func TestRunsCarryAndForgetPhantoms(t *testing.T) {
 	}
 	defer st.Close()
 	var minted, forgotten []string
-	m := &runManager{
-		Store: st, Engine: func() *rules.Engine { return engine }, Config: func() *rules.Config { return cfg },
-		CAs:       &ca.Store{Dir: filepath.Join(dir, "ca")},
-		Gateway:   func() runGateway { return nil },
+	cas := &ca.Store{Dir: filepath.Join(dir, "ca")}
+	m := &runs.Service{
+		Store: runstore.New(st), Engine: func() *rules.Engine { return engine },
+		Resolve: func(in rules.PolicyInput) (*rules.EffectivePolicy, error) {
+			in.Policy = cfg.Policy()
+			return rules.ResolvePolicy(in)
+		},
+		TenantCA: func(tenant string) ([]byte, error) {
+			a, err := cas.Authority(tenant)
+			if err != nil {
+				return nil, err
+			}
+			return a.CertPEM(), nil
+		},
 		ProxyAddr: func() string { return "gateway.test:3128" },
 		MintPhantoms: func(tenant, run string) ([]string, error) {
 			minted = append(minted, tenant+"/"+run)
@@ -50,7 +62,7 @@ func TestRunsCarryAndForgetPhantoms(t *testing.T) {
 			return nil
 		},
 	}
-	created, err := m.CreateRun(context.Background(), dashboard.RunRequest{Tenant: "acme", Class: "agent", TTL: time.Hour, Actor: "test"})
+	created, err := m.CreateRun(context.Background(), runs.Request{Tenant: "acme", Class: "agent", TTL: time.Hour, Actor: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

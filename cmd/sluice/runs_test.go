@@ -6,24 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 )
-
-func TestStripUserinfo(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"https://x-access-token:ghs_SECRET@github.com/acme/app.git", "https://github.com/acme/app.git"},
-		{"https://github.com/acme/app.git", "https://github.com/acme/app.git"},
-		{"git@github.com:acme/app.git", "git@github.com:acme/app.git"},
-		{"", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			if got := stripUserinfo(tc.in); got != tc.want {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
 
 func TestWebhooksConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -31,8 +15,8 @@ func TestWebhooksConfig(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hook.url"), []byte(secretURL+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &rules.Config{Path: filepath.Join(dir, "sluice.yaml")}
-	cfg.Alerts.Webhooks = []rules.WebhookConfig{{URLFile: "hook.url", Format: "slack"}, {Name: "sec", URLEnv: "HOOK"}}
+	cfg := &config.Config{Path: filepath.Join(dir, "sluice.yaml")}
+	cfg.Alerts.Webhooks = []config.Webhook{{URLFile: "hook.url", Format: "slack"}, {Name: "sec", URLEnv: "HOOK"}}
 	env := map[string]string{"HOOK": "https://hooks.example.test/json"}
 	hooks, err := webhooks(cfg, func(k string) string { return env[k] })
 	if err != nil {

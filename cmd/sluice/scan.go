@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -21,11 +21,11 @@ var errFound = errors.New("findings")
 // newScanner builds the gateway's scanner from the config's scanning keys:
 // rules (defaults, shipped packs, rule_packs), policy, key and canaries from
 // the data directory. Rules are compiled here, once.
-func newScanner(cfg *rules.Config) (*scanner.Scanner, error) { return buildScanner(cfg, true) }
+func newScanner(cfg *config.Config) (*scanner.Scanner, error) { return buildScanner(cfg, true) }
 
 // buildScanner is newScanner; without create, a missing fingerprint key is
 // not created (a per-process key is used instead).
-func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
+func buildScanner(cfg *config.Config, create bool) (*scanner.Scanner, error) {
 	var packs []scanner.Pack
 	for _, p := range cfg.Scanning.RulePacks {
 		path := resolve(cfg, p)
@@ -39,10 +39,6 @@ func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := scanPolicy(cfg.Scanning)
-	if err != nil {
-		return nil, err
-	}
 	dir := cfg.DataPath()
 	var key []byte
 	if _, err := os.Stat(filepath.Join(dir, scanner.KeyFile)); create || err == nil {
@@ -51,7 +47,7 @@ func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
 		}
 	}
 	return &scanner.Scanner{
-		Rules: rs, Policy: pol, Key: key,
+		Rules: rs, Policy: cfg.Scanning.Policy(), Key: key,
 		MaxBodyBytes: int64(cfg.Scanning.MaxBodyBytes),
 		DecodeDepth:  cfg.Scanning.DecodeDepth,
 		Timeout:      time.Duration(cfg.Scanning.Timeout),
@@ -59,57 +55,11 @@ func buildScanner(cfg *rules.Config, create bool) (*scanner.Scanner, error) {
 	}, nil
 }
 
-func scanPolicy(s rules.Scanning) (scanner.Policy, error) {
-	p := scanner.Policy{
-		NoDefaultBindings: s.NoDefaultBindings,
-		ForwardOversize:   s.OnOversize == rules.OnOversizeForward,
-	}
-	var err error
-	if p.Actions, err = scanActions(s.Actions); err != nil {
-		return p, err
-	}
-	p.Bindings = scanBindings(s.Bindings)
-	for name, t := range s.Tenants {
-		if t == nil {
-			continue
-		}
-		acts, err := scanActions(t.Actions)
-		if err != nil {
-			return p, fmt.Errorf("scanning.tenants.%s: %w", name, err)
-		}
-		if p.Tenants == nil {
-			p.Tenants = map[string]scanner.TenantPolicy{}
-		}
-		p.Tenants[name] = scanner.TenantPolicy{Actions: acts, Bindings: scanBindings(t.Bindings)}
-	}
-	return p, nil
-}
-
-func scanActions(m map[string]string) (map[string]scanner.Action, error) {
-	out := map[string]scanner.Action{}
-	for id, a := range m {
-		act, err := scanner.ParseAction(a)
-		if err != nil {
-			return nil, fmt.Errorf("scanning.actions.%s: %w", id, err)
-		}
-		out[id] = act
-	}
-	return out, nil
-}
-
-func scanBindings(bs []rules.ScanBinding) []scanner.Binding {
-	var out []scanner.Binding
-	for _, b := range bs {
-		out = append(out, scanner.Binding{Rule: b.Rule, Hosts: b.Hosts, Headers: b.Headers})
-	}
-	return out
-}
-
 // scanConfig loads the config for the offline commands; without a file or
 // data directory it is the embedded default, and nothing is created on disk.
-func scanConfig(path, dataDir string) (*rules.Config, error) {
+func scanConfig(path, dataDir string) (*config.Config, error) {
 	if path == "" && dataDir == "" {
-		return rules.Default(), nil
+		return config.Default(), nil
 	}
 	return loadConfig(path, dataDir)
 }
@@ -156,71 +106,29 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	sc.MaxBodyBytes = *maxBytes
 	// A file is not a request: give each the time a large file needs.
 	sc.Timeout = 5 * time.Minute
-	found := 0
-	scanOne := func(name string, r io.Reader) error {
-		data, err := io.ReadAll(io.LimitReader(r, *maxBytes+1))
-		if err != nil {
-			return err
+	report := func(name string, f scanner.Finding) {
+		rep := scanReport{File: name, Line: f.Line, Kind: f.Kind, Rule: f.Rule, Where: f.Where, Decoding: f.Decoding,
+			Snippet: f.Snippet, Fingerprint: f.Fingerprint, Action: f.Action.String()}
+		if *asJSON {
+			b, _ := json.Marshal(rep)
+			fmt.Fprintln(stdout, string(b))
+			return
 		}
-		if int64(len(data)) > *maxBytes {
-			fmt.Fprintf(stderr, "sluice scan: %s: larger than --max-bytes, skipped\n", name)
-			return nil
+		loc := name
+		if f.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", name, f.Line)
 		}
-		fsList, err := sc.ScanText(ctx, name, data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		dec := ""
+		if f.Decoding != "" {
+			dec = " (" + f.Decoding + ")"
 		}
-		for _, f := range fsList {
-			found++
-			rep := scanReport{File: name, Line: f.Line, Kind: f.Kind, Rule: f.Rule, Where: f.Where, Decoding: f.Decoding,
-				Snippet: f.Snippet, Fingerprint: f.Fingerprint, Action: f.Action.String()}
-			if *asJSON {
-				b, _ := json.Marshal(rep)
-				fmt.Fprintln(stdout, string(b))
-				continue
-			}
-			loc := name
-			if f.Line > 0 {
-				loc = fmt.Sprintf("%s:%d", name, f.Line)
-			}
-			dec := ""
-			if f.Decoding != "" {
-				dec = " (" + f.Decoding + ")"
-			}
-			fmt.Fprintf(stdout, "%s: %s %s at %s%s: %s [%s, fp %s]\n", loc, f.Kind, f.Rule, f.Where, dec, f.Snippet, f.Action, f.Fingerprint)
-		}
-		return nil
+		fmt.Fprintf(stdout, "%s: %s %s at %s%s: %s [%s, fp %s]\n", loc, f.Kind, f.Rule, f.Where, dec, f.Snippet, f.Action, f.Fingerprint)
 	}
-	for _, t := range targets {
-		if t == "-" {
-			if err := scanOne("-", stdin); err != nil {
-				return err
-			}
-			continue
-		}
-		err := filepath.WalkDir(t, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == ".git" {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			return scanOne(path, f)
-		})
-		if err != nil {
-			return err
-		}
+	found, err := scanner.FileScan{MaxBytes: *maxBytes, Stdin: stdin, Found: report,
+		Skipped: func(name string) { fmt.Fprintf(stderr, "sluice scan: %s: larger than --max-bytes, skipped\n", name) },
+	}.Run(ctx, sc, targets)
+	if err != nil {
+		return err
 	}
 	if found > 0 {
 		return fmt.Errorf("%w: %d", errFound, found)

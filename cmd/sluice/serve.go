@@ -16,16 +16,18 @@ import (
 
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
 )
 
 // Server is a running gateway wired from a config: Open binds the
 // listeners, Run serves until the context ends, then drains.
 type Server struct {
-	Config *rules.Config
+	Config *config.Config
 	// DrainTimeout bounds how long open tunnels may finish on shutdown. Zero: 30s.
 	DrainTimeout time.Duration
 	// RunsInterval is how often expired runs are ended and grants refreshed. Zero: 30s.
@@ -42,8 +44,8 @@ type Server struct {
 	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
 	policy *policyHolder
 	reload *reloader
-	runs   *runManager // runs and grants (runs.go)
-	alerts *alert.Sink // webhook alerts (alerts.go); nil without alerts.webhooks
+	runs   *runs.Service // runs, access decisions and grants (runs.go)
+	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
 	phantoms *phantom.Registry
 	// dialer and scanner are the gateway's, swapped on reload (swap.go);
@@ -59,7 +61,7 @@ type Server struct {
 // listener. Nothing is served before all of it succeeded (fail closed).
 func (s *Server) Open() error {
 	cfg := s.Config
-	engine, err := rules.Compile(cfg)
+	engine, err := compile(cfg)
 	if err != nil {
 		return err
 	}
@@ -160,7 +162,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.reload.Run(rctx)
 	}
 	if s.runs != nil {
-		go s.runs.run(ctx)
+		go s.runs.Run(ctx)
 	}
 	select {
 	case err := <-errc:
@@ -206,7 +208,7 @@ func (s *Server) announce() {
 		}
 		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n  env lines:\n",
 			t, filepath.Join(out, "ca.pem"), envPath)
-		for _, l := range maskPhantoms(cfg, t, maskedEnv(lines, token)) {
+		for _, l := range maskPhantoms(cfg, t, ca.MaskEnv(lines, token)) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}
@@ -216,7 +218,7 @@ func (s *Server) announce() {
 }
 
 // upstreamRoots is the system pool plus upstream.extra_roots.
-func upstreamRoots(cfg *rules.Config) (*x509.CertPool, error) {
+func upstreamRoots(cfg *config.Config) (*x509.CertPool, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
-	"github.com/sluice-egress/sluice/rules"
 )
 
 // runUserHash is `sluice user hash [--bcrypt]`: it reads a password from
@@ -53,7 +53,7 @@ func runUserHash(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 // dashboardUsers loads the config's dashboard users with their password
 // hashes (from files or the environment). A missing or malformed hash is a
 // start-up error; errors never include the hash.
-func dashboardUsers(cfg *rules.Config, getenv func(string) string) ([]dashboard.User, error) {
+func dashboardUsers(cfg *config.Config, getenv func(string) string) ([]dashboard.User, error) {
 	var out []dashboard.User
 	for i := range cfg.Dashboard.Users {
 		u := &cfg.Dashboard.Users[i]

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
-	"github.com/sluice-egress/sluice/rules"
 )
 
 func TestUserHash(t *testing.T) {
@@ -61,7 +61,7 @@ func TestDashboardUsers(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "bad.hash"), []byte("hunter2\n"), 0o600)
 	load := func(yaml string, env map[string]string) ([]dashboard.User, error) {
 		t.Helper()
-		cfg, err := rules.Parse([]byte(yaml), filepath.Join(dir, "sluice.yaml"))
+		cfg, err := config.Parse([]byte(yaml), filepath.Join(dir, "sluice.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

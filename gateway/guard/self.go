@@ -2,7 +2,6 @@ package guard
 
 import (
 	"bufio"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -124,41 +122,20 @@ func dedupe(as []netip.Addr) []netip.Addr {
 	return out
 }
 
-// rtfGateway is RTF_GATEWAY from <linux/route.h>: the route goes via a router.
-const rtfGateway = 0x2
-
-// parseRouteV4 returns the gateways of the default routes in the format of
-// /proc/net/route: a header line, then whitespace-separated fields
-// Iface Destination Gateway Flags RefCnt Use Metric Mask ...; addresses are
-// hex of the 32-bit value in host byte order.
+// parseRouteV4 returns the gateways of the default routes of /proc/net/route
+// (see ParseRoutesV4).
 func parseRouteV4(r io.Reader) ([]netip.Addr, error) {
-	var out []netip.Addr
-	sc := bufio.NewScanner(r)
-	first := true
-	for sc.Scan() {
-		if first {
-			first = false
-			continue
-		}
-		f := strings.Fields(sc.Text())
-		if len(f) < 8 {
-			continue
-		}
-		dst, err1 := strconv.ParseUint(f[1], 16, 32)
-		gw, err2 := strconv.ParseUint(f[2], 16, 32)
-		flags, err3 := strconv.ParseUint(f[3], 16, 32)
-		mask, err4 := strconv.ParseUint(f[7], 16, 32)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return nil, err
-		}
-		if dst != 0 || mask != 0 || flags&rtfGateway == 0 || gw == 0 {
-			continue
-		}
-		var b [4]byte
-		binary.NativeEndian.PutUint32(b[:], uint32(gw))
-		out = append(out, netip.AddrFrom4(b))
+	routes, err := ParseRoutesV4(r)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	var out []netip.Addr
+	for _, rt := range routes {
+		if rt.IsDefaultGateway() {
+			out = append(out, rt.Gateway)
+		}
+	}
+	return out, nil
 }
 
 // parseRouteV6 returns the next hops of the default routes in the format of

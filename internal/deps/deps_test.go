@@ -13,15 +13,22 @@ const module = "github.com/sluice-egress/sluice/"
 // forbidden lists, per package, the project packages it must never import,
 // directly or through another package.
 var forbidden = map[string][]string{
-	"gateway":       {"store", "dashboard", "alert", "cmd/sluice", "ca"},
+	"gateway":       {"store", "dashboard", "alert", "cmd/sluice", "ca", "config"},
 	"gateway/guard": {"rules", "scanner", "store", "dashboard", "gateway"},
 	"ca":            {"rules", "gateway", "store", "dashboard", "scanner"},
-	"rules":         {"gateway", "store", "dashboard", "scanner", "ca"},
+	"rules":         {"gateway", "store", "dashboard", "scanner", "ca", "config", "derive"},
+	"config":        {"gateway", "store", "dashboard", "alert", "ca", "phantom", "cmd/sluice"},
+	"derive":        {"gateway", "store", "dashboard", "scanner", "ca"},
 	"scanner":       {"gateway", "store", "dashboard", "ca"},
 	"phantom":       {"gateway", "store", "dashboard"},
 	"store":         {"gateway", "dashboard", "rules", "scanner", "ca"},
 	"dashboard":     {"gateway", "scanner", "ca", "cmd/sluice"},
 	"alert":         {"gateway", "store", "dashboard"},
+	"doctor":        {"gateway", "rules", "scanner", "ca", "phantom", "store", "dashboard", "runs", "cmd/sluice"},
+	"runs":          {"store", "dashboard", "gateway", "cmd/sluice", "scanner", "ca"},
+	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
+	// store in.
+	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},
 }
 
 // leaves import no package of ours at all.

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/phantom"
@@ -298,11 +299,11 @@ func (e *Env) startGateway() error {
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, policy, e.port), 0o600); err != nil {
 		return fmt.Errorf("bench: policy file: %w", err)
 	}
-	cfg, err := rules.Load(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return fmt.Errorf("bench: load policy: %w", err)
 	}
-	engine, err := rules.Compile(cfg)
+	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
 	if err != nil {
 		return fmt.Errorf("bench: compile policy: %w", err)
 	}
@@ -373,7 +374,7 @@ func serve(gw *gateway.Gateway) (string, error) {
 // packs compiled once, the scanning policy, a fingerprint key created in the data
 // directory and the canaries kept there. It refuses scanning keys that it does not
 // reproduce (rule packs, actions, bindings, per-tenant overrides): the bench policy sets none.
-func newScanner(cfg *rules.Config) (*scanner.Scanner, error) {
+func newScanner(cfg *config.Config) (*scanner.Scanner, error) {
 	s := cfg.Scanning
 	if len(s.RulePacks) > 0 || len(s.Actions) > 0 || len(s.Bindings) > 0 || len(s.Tenants) > 0 {
 		return nil, errors.New("bench: the bench policy must not set scanning rule packs, actions, bindings or tenants")
@@ -392,7 +393,7 @@ func newScanner(cfg *rules.Config) (*scanner.Scanner, error) {
 		Policy: scanner.Policy{
 			Actions:           map[string]scanner.Action{},
 			NoDefaultBindings: s.NoDefaultBindings,
-			ForwardOversize:   s.OnOversize == rules.OnOversizeForward,
+			ForwardOversize:   s.OnOversize == config.OnOversizeForward,
 		},
 		Key:          key,
 		MaxBodyBytes: int64(s.MaxBodyBytes),

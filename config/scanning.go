@@ -1,0 +1,124 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
+)
+
+// Scanning bounds what the scanner reads.
+type Scanning struct {
+	// MaxBodyBytes is the largest body scanned; default DefaultMaxBodyBytes.
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// OnOversize is what happens to a larger body: OnOversizeBlock (default) or
+	// OnOversizeForward.
+	OnOversize string `yaml:"on_oversize"`
+	// MaxInflightBytes bounds the request bytes held for scanning at once,
+	// across all requests; a request that finds no room within a few seconds
+	// is refused (503, scan-busy). Default DefaultMaxInflightBytes.
+	MaxInflightBytes ByteSize `yaml:"max_inflight_bytes"`
+	// DecodeDepth is how many layers of base64, base64url, hex and percent
+	// encoding the scanner peels: 0 its default (2), -1 none, at most MaxDecodeDepth.
+	DecodeDepth int `yaml:"decode_depth"`
+	// Timeout bounds one request's scan; 0: the scanner's default (10s). A
+	// scan that times out refuses the request.
+	Timeout Duration `yaml:"timeout"`
+	// RulePacks are extra gitleaks TOML rule packs (relative to the config
+	// file), layered over the defaults and the shipped packs.
+	RulePacks []string `yaml:"rule_packs"`
+	// Actions by detection rule id (or "secret" for every secret rule, or
+	// "exfil-image", "exfil-link", "url-entropy-query"): block, redact or alert.
+	// Canaries always block.
+	Actions map[string]scanner.Action `yaml:"actions"`
+	// Bindings tie credentials to their own destinations, besides the shipped
+	// ones (unless NoDefaultBindings).
+	Bindings []scanner.Binding `yaml:"bindings"`
+	// NoDefaultBindings drops the shipped bindings of common providers.
+	NoDefaultBindings bool `yaml:"no_default_bindings"`
+	// Tenants holds per-tenant overrides, by tenant name: their actions win over
+	// the global ones, their bindings add to them.
+	Tenants map[string]scanner.TenantPolicy `yaml:"tenants"`
+}
+
+// Policy returns the scanner's policy of these keys.
+func (s *Scanning) Policy() scanner.Policy {
+	return scanner.Policy{
+		Actions:           s.Actions,
+		Bindings:          s.Bindings,
+		NoDefaultBindings: s.NoDefaultBindings,
+		Tenants:           s.Tenants,
+		ForwardOversize:   s.OnOversize == OnOversizeForward,
+	}
+}
+
+// MaxDecodeDepth bounds scanning.decode_depth: every layer multiplies work.
+const MaxDecodeDepth = 8
+
+// validateScanning checks the scanning keys beyond the body limit.
+func (v *validator) scanning() {
+	s := &v.c.Scanning
+	if s.DecodeDepth < -1 || s.DecodeDepth > MaxDecodeDepth {
+		v.fail("scanning.decode_depth", "got %d, want -1 (none), 0 (default) or up to %d", s.DecodeDepth, MaxDecodeDepth)
+	}
+	if s.Timeout < 0 {
+		v.fail("scanning.timeout", "must not be negative")
+	}
+	for i, p := range s.RulePacks {
+		if strings.TrimSpace(p) == "" {
+			v.fail(fmt.Sprintf("scanning.rule_packs[%d]", i), "empty path")
+		}
+	}
+	v.scanActions("scanning.actions", s.Actions)
+	v.scanBindings("scanning.bindings", s.Bindings)
+	for _, tn := range slices.Sorted(maps.Keys(s.Tenants)) {
+		key := "scanning.tenants." + tn
+		if _, ok := v.c.Tenants[tn]; !ok {
+			v.fail(key, "no tenant %q is defined under tenants", tn)
+		}
+		t := s.Tenants[tn]
+		v.scanActions(key+".actions", t.Actions)
+		v.scanBindings(key+".bindings", t.Bindings)
+	}
+}
+
+func (v *validator) scanActions(key string, m map[string]scanner.Action) {
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		switch m[id] {
+		case scanner.Block, scanner.Redact, scanner.Alert:
+		default:
+			// Decoding refuses other words; this is for configs built in code.
+			v.fail(key+"."+id, "got %q, want %q, %q or %q", m[id], scanner.Block, scanner.Redact, scanner.Alert)
+		}
+		if strings.TrimSpace(id) == "" {
+			v.fail(key, "empty rule id")
+		}
+	}
+}
+
+func (v *validator) scanBindings(key string, bs []scanner.Binding) {
+	for i, b := range bs {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		if strings.TrimSpace(b.Rule) == "" {
+			v.fail(k+".rule", "must name a detection rule, such as github-pat")
+		}
+		if len(b.Hosts) == 0 {
+			v.fail(k+".hosts", "must list at least one host")
+		}
+		for j, h := range b.Hosts {
+			if _, err := rules.NormalizePattern(h); err != nil {
+				v.fail(fmt.Sprintf("%s.hosts[%d]", k, j), "%v", err)
+			}
+		}
+		for j, h := range b.Headers {
+			if h == "" || strings.ContainsAny(h, " \t:\r\n") {
+				v.fail(fmt.Sprintf("%s.headers[%d]", k, j), "bad header name %q", h)
+			} else if strings.EqualFold(h, "Proxy-Authorization") {
+				v.fail(fmt.Sprintf("%s.headers[%d]", k, j), "Proxy-Authorization never travels upstream")
+			}
+		}
+	}
+}
