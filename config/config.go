@@ -76,6 +76,10 @@ type Upstream struct {
 	ExtraRoots []string `yaml:"extra_roots"`
 	// Hosts resolves names statically (host -> IP literal) before DNS.
 	Hosts map[string]string `yaml:"hosts"`
+	// Deny lists more address ranges (CIDRs or single addresses) the gateway never dials,
+	// besides its built-in ones (loopback, private, link-local, metadata, …), which it
+	// keeps: see DenyRanges.
+	Deny []string `yaml:"deny"`
 }
 
 // CA configures the tenant CAs.

@@ -56,6 +56,11 @@ func (v *validator) config() {
 			v.fail(fmt.Sprintf("upstream.extra_roots[%d]", i), "empty path")
 		}
 	}
+	for i, r := range c.Upstream.Deny {
+		if _, err := parseRange(r); err != nil {
+			v.fail(fmt.Sprintf("upstream.deny[%d]", i), "%v", err)
+		}
+	}
 	if c.Scanning.MaxInflightBytes <= 0 {
 		v.fail("scanning.max_inflight_bytes", "must be positive, such as 256MiB")
 	}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -249,7 +250,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) 
 		return nil, nil, err
 	}
 	// Everything that can fail has been built: applyReload only swaps.
-	s.staged = &stagedReload{cfg: cfg, hosts: engine.UpstreamHosts(), roots: roots, scanner: sc}
+	s.staged = &stagedReload{cfg: cfg, hosts: engine.UpstreamHosts(), deny: cfg.Upstream.DenyRanges(), roots: roots, scanner: sc}
 	return engine, cfg, nil
 }
 
@@ -258,6 +259,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) 
 type stagedReload struct {
 	cfg     *config.Config
 	hosts   map[string]netip.Addr
+	deny    []netip.Prefix // upstream.deny
 	roots   *x509.CertPool
 	scanner *scanner.Scanner
 }
@@ -278,15 +280,17 @@ func (s *Server) reloadScanner(cfg *config.Config) (*scanner.Scanner, error) {
 }
 
 // applyReload is the reloader's Applied: after the policy swap it installs
-// what loadPolicy built for cfg — upstream.hosts in the dialer, the upstream
+// what loadPolicy built for cfg — upstream.hosts and deny in the dialer, the upstream
 // roots (dropping pooled upstream connections when either changed), the
 // scanner — then the credentials.
 func (s *Server) applyReload(cfg *config.Config) {
 	if st := s.staged; st != nil && st.cfg == cfg {
 		s.staged = nil
 		upstreamChanged := false
-		if s.dialer != nil && !maps.Equal(s.dialer.cur.Load().Hosts, st.hosts) {
-			s.dialer.setHosts(st.hosts)
+		if cur := s.dialer.load(); cur != nil && (!maps.Equal(cur.Hosts, st.hosts) || !slices.Equal(cur.ExtraDeny, st.deny)) {
+			// Pooled connections are dropped below: a newly denied range
+			// must not stay reachable over one.
+			s.dialer.setUpstream(st.hosts, st.deny)
 			upstreamChanged = true
 		}
 		if s.gw != nil && (upstreamChanged || !st.roots.Equal(s.roots)) {

@@ -41,6 +41,7 @@ type liveParams struct {
 	roots   string // upstream.extra_roots
 	actions string // scanning.actions
 	extra   string // another allowed host
+	deny    string // upstream.deny
 }
 
 const liveConfig = `version: 1
@@ -51,6 +52,7 @@ upstream:
   hosts:
     api.example.test: %[3]s
     new.example.test: 127.0.0.1
+  deny: [%[6]s]
 scanning:
   rule_packs: [pack.toml]
   actions: {%[4]s}
@@ -79,7 +81,7 @@ func (w *liveWorld) write(t *testing.T, p liveParams) {
 	if p.extra != "" {
 		extra = fmt.Sprintf("\n          - {host: %s, ports: [%d]}", p.extra, w.port)
 	}
-	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(liveConfig, w.port, p.roots, p.addr, p.actions, extra))
+	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(liveConfig, w.port, p.roots, p.addr, p.actions, extra, p.deny))
 }
 
 // newLiveWorld starts two upstreams for api.example.test, answering "A" on
@@ -122,9 +124,10 @@ func newLiveWorld(t *testing.T, p liveParams) *liveWorld {
 		t.Fatal(err)
 	}
 	// The upstreams live on loopback: take loopback out of the guard's deny
-	// ranges. A reload keeps these settings and replaces only the hosts.
+	// ranges. A reload keeps these settings and replaces only the hosts and
+	// the added ranges (upstream.deny), which Open set.
 	w.s.dialer.cur.Store(&guard.Dialer{Hosts: w.s.engine.UpstreamHosts(), Deny: withoutLoopback(guard.DefaultDeny()),
-		Self: func() []netip.Addr { return nil }})
+		ExtraDeny: w.s.dialer.cur.Load().ExtraDeny, Self: func() []netip.Addr { return nil }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.s.Run(ctx); close(done) }()
@@ -271,5 +274,32 @@ func TestReloadAppliesScanActions(t *testing.T) {
 	}
 	if code, reason, _ := w.post(t, "api.example.test", liveMarker); code != http.StatusForbidden {
 		t.Fatalf("with the action removed again: %d %q, want 403", code, reason)
+	}
+}
+
+// upstream.deny adds ranges the gateway never dials, from start-up and on
+// reload, over a pooled upstream connection too; the built-in ranges stay.
+func TestUpstreamDenyApplies(t *testing.T) {
+	p := liveParams{addr: "127.0.0.2", roots: "upstream-ca.pem", deny: "127.0.0.2/32"}
+	w := newLiveWorld(t, p)
+	if code, reason, _ := w.post(t, "api.example.test", "hi"); code != http.StatusForbidden || reason != gateway.ReasonAddressNotAllowed {
+		t.Fatalf("denied at start-up: %d %q, want 403 %s", code, reason, gateway.ReasonAddressNotAllowed)
+	}
+	p.deny = ""
+	if !w.reload(t, p) {
+		t.Fatalf("reload failed: %s", w.log)
+	}
+	if code, reason, body := w.post(t, "api.example.test", "hi"); code != http.StatusOK || body != "B" {
+		t.Fatalf("deny removed: %d %q %q, want 200 from B", code, reason, body)
+	}
+	p.deny = "127.0.0.0/30"
+	if !w.reload(t, p) {
+		t.Fatalf("reload failed: %s", w.log)
+	}
+	if code, reason, _ := w.post(t, "api.example.test", "hi"); code != http.StatusForbidden || reason != gateway.ReasonAddressNotAllowed {
+		t.Fatalf("denied on reload: %d %q, want 403 %s", code, reason, gateway.ReasonAddressNotAllowed)
+	}
+	if d := w.s.dialer.load(); d.Deny == nil || len(d.ExtraDeny) != 1 {
+		t.Fatalf("the reload lost the dialer's other settings: %+v", d)
 	}
 }

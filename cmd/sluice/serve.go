@@ -86,7 +86,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.policy = newPolicyHolder(engine)
-	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger})
+	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
 	s.roots = roots
 	s.gw = &gateway.Gateway{
 		Policy:  s.policy,

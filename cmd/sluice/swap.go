@@ -29,11 +29,20 @@ func (h *dialerHolder) Dial(ctx context.Context, t guard.Target) (net.Conn, erro
 	return h.cur.Load().Dial(ctx, t)
 }
 
-// setHosts installs a copy of the current dialer with hosts as its static
-// resolution; every other setting (deny ranges, resolver) carries over.
-func (h *dialerHolder) setHosts(hosts map[string]netip.Addr) {
+// load returns the current dialer; nil for a nil holder.
+func (h *dialerHolder) load() *guard.Dialer {
+	if h == nil {
+		return nil
+	}
+	return h.cur.Load()
+}
+
+// setUpstream installs a copy of the current dialer with hosts as its static
+// resolution and extraDeny (upstream.deny) as its added deny ranges; every
+// other setting (the built-in deny ranges, resolver) carries over.
+func (h *dialerHolder) setUpstream(hosts map[string]netip.Addr, extraDeny []netip.Prefix) {
 	d := *h.cur.Load()
-	d.Hosts = hosts
+	d.Hosts, d.ExtraDeny = hosts, extraDeny
 	h.cur.Store(&d)
 }
 
