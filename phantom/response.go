@@ -20,11 +20,6 @@ type Swap struct {
 // reach the sandbox, since it may carry a real secret the scrub could not see.
 var ErrUnscrubbable = errors.New("phantom: response body in an encoding that cannot be scrubbed")
 
-// ScrubbableEncodings are the content codings a scrubbed response may
-// have; a request whose response will be scrubbed should offer the
-// upstream no other (Accept-Encoding).
-var ScrubbableEncodings = []string{"gzip", "identity"}
-
 // Scrubber replaces real secrets with their phantoms in every spelling
 // listed by expand. A nil *Scrubber replaces nothing.
 type Scrubber struct {
@@ -129,7 +124,8 @@ func ScrubResponse(resp *http.Response, swaps []Swap) error {
 }
 
 // Response replaces the secrets in resp's header values and body (identity
-// or gzip, streamed with bounded memory). A body in any other encoding, or
+// or gzip, streamed with bounded memory: a request whose response will be
+// scrubbed should offer the upstream no other encoding). A body in any other encoding, or
 // in more than one, is ErrUnscrubbable: resp is left as it is, for the
 // caller to refuse. Trailers arrive with the end of the body: the caller
 // scrubs them with Header then.
