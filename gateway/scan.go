@@ -3,12 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
@@ -33,11 +32,11 @@ const (
 // scan checks what a request carries before it is forwarded: it emits one
 // event per finding, refuses a blocked request (403 with the reason and the
 // incident id) and applies redactions to r. It reports false when it has
-// answered the client itself. Without a Scanner nothing is scanned.
-func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (ok bool, done func()) {
-	nop := func() {}
+// answered the client itself. Without a Scanner nothing is scanned. The
+// memory the scan holds was reserved by admitBody.
+func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) bool {
 	if g.Scanner == nil {
-		return true, nop
+		return true
 	}
 	// A WebSocket key is a random 16-byte nonce: it looks like a token to
 	// every entropy rule. A well-formed one is left out of the scan (it can
@@ -58,30 +57,24 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		req.Body = r.Body
 	}
 	req.PhantomAllowed = g.phantomAllowed(r, id, host, port)
-	release, ok := g.reserveScanMemory(r)
-	if !ok {
-		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanBusy,
-			host: host, port: port, msg: "the gateway is scanning as much as it may hold; retry shortly"})
-		return false, nop
-	}
-	// The share is held until the request has been forwarded (the caller's
-	// done), since the scanned bytes stay in memory until then.
-	held := true
-	defer func() {
-		if held {
-			release()
-		}
-	}()
 	start := time.Now()
-	res, err := g.Scanner.Scan(r.Context(), req)
+	res, err := g.safeScan(r.Context(), req)
 	if g.OnScan != nil {
 		g.OnScan(time.Since(start))
 	}
-	if err != nil {
+	switch {
+	case err != nil && bodyTimedOut(r):
+		g.refuseBodyTimeout(w, r, id, host, port)
+		return false
+	case errors.Is(err, errPanicked):
+		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonInternalError,
+			host: host, port: port, msg: "the gateway failed checking the request; nothing was forwarded"})
+		return false
+	case err != nil:
 		g.logger().Warn("scan failed", logTenant, id.Tenant, logHost, host, logErr, err)
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanFailed,
 			host: host, port: port, path: "", msg: "the request could not be checked; nothing was forwarded"})
-		return false, nop
+		return false
 	}
 	incidentID := ""
 	for _, f := range res.Findings {
@@ -96,7 +89,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		}
 		writeRefusal(w, http.StatusForbidden, res.Reason, incidentID,
 			"the request carried what policy forbids sending to "+host+"; nothing was forwarded")
-		return false, nop
+		return false
 	}
 	if res.URL != nil {
 		r.URL = res.URL
@@ -115,35 +108,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			r.TransferEncoding = nil
 		}
 	}
-	held = false
-	return true, release
-}
-
-// reserveScanMemory takes r's share of ScanMemory: its Content-Length, or
-// ScanBodyLimit when unknown, never more than the whole. Requests without a
-// body take nothing.
-func (g *Gateway) reserveScanMemory(r *http.Request) (release func(), ok bool) {
-	if g.ScanMemory <= 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return func() {}, true
-	}
-	g.scanMemOnce.Do(func() { g.scanMem = semaphore.NewWeighted(g.ScanMemory) })
-	n := r.ContentLength
-	if n < 0 {
-		n = g.ScanBodyLimit
-	}
-	if n <= 0 || n > g.ScanMemory {
-		n = g.ScanMemory
-	}
-	wait := g.ScanWait
-	if wait <= 0 {
-		wait = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	if err := g.scanMem.Acquire(ctx, n); err != nil {
-		return nil, false
-	}
-	return func() { g.scanMem.Release(n) }, true
+	return true
 }
 
 // withoutWebSocketKey returns h without a well-formed Sec-WebSocket-Key
