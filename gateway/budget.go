@@ -138,7 +138,8 @@ func (b *scanBudget) inUse() int64 {
 type scanHold struct {
 	b      *scanBudget
 	tenant string
-	parts  []int64 // each acquire, to release one by one
+	mu     sync.Mutex // a WebSocket's copy goroutine and its handler may both release
+	parts  []int64    // each acquire, to release one by one
 }
 
 // grow takes n more bytes, waiting until ctx ends.
@@ -148,7 +149,9 @@ func (h *scanHold) grow(ctx context.Context, n int64) bool {
 	}
 	got, ok := h.b.acquire(ctx, h.tenant, n)
 	if ok {
+		h.mu.Lock()
 		h.parts = append(h.parts, got)
+		h.mu.Unlock()
 	}
 	return ok
 }
@@ -158,8 +161,11 @@ func (h *scanHold) release() {
 	if h == nil || h.b == nil {
 		return
 	}
-	for _, n := range h.parts {
+	h.mu.Lock()
+	parts := h.parts
+	h.parts = nil
+	h.mu.Unlock()
+	for _, n := range parts {
 		h.b.release(h.tenant, n)
 	}
-	h.parts = nil
 }

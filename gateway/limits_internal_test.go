@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -89,5 +91,96 @@ func TestFormIsReadOnlyWithinScanMemory(t *testing.T) {
 	}
 	if n := body.reads.Load(); n != 0 {
 		t.Fatalf("the form was read (%d reads) before its memory was reserved", n)
+	}
+}
+
+// Hole 2: a WebSocket frame costs memory only as its bytes arrive, and what
+// a message holds while it is scanned (the gateway's copy and the
+// scanner's) is counted in ScanMemory and given back once forwarded.
+func TestWebSocketMessageIsCounted(t *testing.T) {
+	var during atomic.Int64
+	g := &Gateway{Logger: slog.New(slog.DiscardHandler), ScanMemory: 1 << 20, Policy: allowAll{}}
+	g.Scanner = scanFunc(func(ctx context.Context, req *scanner.Request) (*scanner.Result, error) {
+		during.Store(g.budget.inUse())
+		return &scanner.Result{}, nil
+	})
+	s := &wsSession{g: g, r: httptest.NewRequest("GET", "/ws", nil), max: 256 << 10,
+		hold: &scanHold{b: g.scanBudget(), tenant: "t"}}
+	pr, pw := io.Pipe()
+	type stepped struct {
+		out [][]byte
+		err error
+	}
+	res := make(chan stepped, 1)
+	go func() {
+		out, err := s.step(bufio.NewReader(pr))
+		res <- stepped{out, err}
+	}()
+	const size = 200 << 10
+	key := [4]byte{1, 2, 3, 4}
+	hdr := append(binary.BigEndian.AppendUint64([]byte{0x82, 0x80 | 127}, size), key[:]...)
+	pw.Write(append(hdr, make([]byte, 10)...))
+	time.Sleep(50 * time.Millisecond)
+	if n := g.budget.inUse(); n > wsReadChunk {
+		t.Fatalf("a header claiming %d bytes, 10 of them sent, holds %d", size, n)
+	}
+	payload := make([]byte, size-10)
+	mask(payload, key)
+	pw.Write(payload)
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if n := during.Load(); n < 2*size {
+		t.Fatalf("a %d-byte message held %d bytes of ScanMemory during its scan, want both copies", size, n)
+	}
+	var sent int
+	for _, p := range r.out {
+		sent += len(p)
+	}
+	if sent != len(hdr)+size {
+		t.Fatalf("forwarded %d bytes, want the %d-byte frame", sent, len(hdr)+size)
+	}
+	s.hold.release()
+	if n := g.budget.inUse(); n != 0 {
+		t.Fatalf("%d bytes still held after the message went on", n)
+	}
+}
+
+// Fair shares: a tenant that holds may not take the last of the pool, and a
+// newcomer gets what is free at once.
+func TestScanBudgetShares(t *testing.T) {
+	b := newScanBudget(100)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var got int64
+	for {
+		n, ok := b.acquire(ctx, "hog", 10)
+		if !ok {
+			break
+		}
+		got += n
+	}
+	if got > 50 {
+		t.Fatalf("one tenant alone took %d of 100", got)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, ok := b.acquire(ctx2, "other", 40); !ok {
+		t.Fatal("a second tenant found no room")
+	}
+	// A waiter is served when room comes back, even behind a larger one.
+	done := make(chan bool, 2)
+	go func() { _, ok := b.acquire(context.Background(), "big", 100); done <- ok }()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, ok := b.acquire(ctx, "small", 10)
+		done <- ok
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.release("other", 40)
+	if !<-done {
+		t.Fatal("the small waiter was not served")
 	}
 }
