@@ -179,10 +179,15 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			}
 		}
 	}
+	g.CloseIdleConnections()
+	return err
+}
+
+// CloseIdleConnections closes the upstream connections kept alive for reuse.
+func (g *Gateway) CloseIdleConnections() {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, tr := range g.transports {
 		tr.CloseIdleConnections()
 	}
-	g.mu.Unlock()
-	return err
 }

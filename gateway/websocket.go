@@ -419,64 +419,6 @@ func (s *wsSession) record(reason string) {
 	s.g.record(context.WithoutCancel(s.r.Context()), s.r, refusal{id: s.id, reason: reason, host: s.host, port: s.port, path: s.r.URL.Path})
 }
 
-// check scans one message. It returns nil, nil when the message may go on,
-// else what step returns to end the session.
-func (s *wsSession) check(where string, data []byte) ([][]byte, error) {
-	g, r, id := s.g, s.r, s.id
-	ctx := context.WithoutCancel(r.Context())
-	req := &scanner.Request{
-		Tenant: id.Tenant, Host: s.host, Body: bytes.NewReader(data),
-		Allowed: func(h string) bool {
-			n, err := rules.NormalizeHost(h)
-			if err != nil {
-				return false
-			}
-			return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
-		},
-		// PhantomAllowed stays nil: phantoms are swapped in headers and
-		// queries only, so a phantom inside a message is always a misuse.
-	}
-	start := time.Now()
-	res, err := g.safeScan(ctx, req)
-	if g.OnScan != nil {
-		g.OnScan(time.Since(start))
-	}
-	if errors.Is(err, errPanicked) {
-		s.record(ReasonInternalError)
-		return s.close(wsCloseInternalError, ReasonInternalError)
-	}
-	if err != nil {
-		g.logger().Warn("websocket scan failed", logTenant, id.Tenant, logHost, s.host, logErr, err)
-		s.record(ReasonScanFailed)
-		return s.close(wsCloseInternalError, ReasonScanFailed)
-	}
-	// Redaction would rewrite a message the client framed and may have
-	// signed or counted: on a WebSocket, redact blocks.
-	blocked := res.Verdict == scanner.Block || res.Verdict == scanner.Redact
-	reason := res.Reason
-	for _, f := range res.Findings {
-		if f.Action == scanner.Redact {
-			f.Action = scanner.Block
-		}
-		if reason == "" && f.Action == scanner.Block {
-			reason = scanner.KindReason(f.Kind)
-		}
-		if f.Where != "" && f.Where != "body" {
-			f.Where = where + "/" + f.Where
-		} else {
-			f.Where = where
-		}
-		g.recordFinding(ctx, r, id, s.host, s.port, incident.RedactPath(r.URL.Path), f)
-	}
-	if !blocked {
-		return nil, nil
-	}
-	if reason == "" {
-		reason = scanner.ReasonSecret
-	}
-	return s.close(wsClosePolicy, reason)
-}
-
 // oversize refuses a message over the limit: it is never forwarded in part.
 func (s *wsSession) oversize() ([][]byte, error) {
 	r := s.r
