@@ -140,6 +140,7 @@ type scanHold struct {
 	tenant string
 	mu     sync.Mutex // a WebSocket's copy goroutine and its handler may both release
 	parts  []int64    // each acquire, to release one by one
+	closed bool       // no more grows: its owner is gone
 }
 
 // grow takes n more bytes, waiting until ctx ends.
@@ -148,12 +149,29 @@ func (h *scanHold) grow(ctx context.Context, n int64) bool {
 		return true
 	}
 	got, ok := h.b.acquire(ctx, h.tenant, n)
-	if ok {
-		h.mu.Lock()
-		h.parts = append(h.parts, got)
-		h.mu.Unlock()
+	if !ok {
+		return false
 	}
-	return ok
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		h.b.release(h.tenant, got)
+		return false
+	}
+	h.parts = append(h.parts, got)
+	return true
+}
+
+// close releases everything and refuses any later grow, so that a goroutine
+// still running after its owner ended cannot take bytes nobody gives back.
+func (h *scanHold) close() {
+	if h == nil || h.b == nil {
+		return
+	}
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.release()
 }
 
 // release gives back everything held.

@@ -119,7 +119,7 @@ func (w *wsResponseWriter) untrack() {
 		w.g.untrack(w.t)
 	}
 	if w.s != nil {
-		w.s.hold.release()
+		w.s.hold.close()
 	}
 }
 
@@ -179,8 +179,11 @@ func (c *wsConn) Read(p []byte) (n int, err error) {
 		}
 	}()
 	for len(c.out) == 0 {
-		// What was forwarded is no longer held.
-		c.s.hold.release()
+		if c.s.op == 0 {
+			// What was forwarded is no longer held, and no message is
+			// being assembled.
+			c.s.hold.release()
+		}
 		if c.err != nil {
 			return 0, c.err
 		}
@@ -301,7 +304,7 @@ func (s *wsSession) step(br *bufio.Reader) ([][]byte, error) {
 	where := "websocket:message[" + strconv.Itoa(s.n) + "]"
 	s.n++
 	// The scanner takes a copy of its own.
-	if !s.hold.grow(context.WithoutCancel(s.r.Context()), int64(len(s.msg))+1) {
+	if !s.grow(int64(len(s.msg)) + 1) {
 		return s.busy()
 	}
 	if out, err := s.check(where, s.msg); out != nil || err != nil {
@@ -358,7 +361,7 @@ func (s *wsSession) readPayload(br *bufio.Reader, n int) error {
 		k := min(n, wsReadChunk)
 		if len(s.msg)+k > cap(s.msg) {
 			c := min(max(2*cap(s.msg), len(s.msg)+k), int(s.max))
-			if !s.hold.grow(context.WithoutCancel(s.r.Context()), int64(c-cap(s.msg))) {
+			if !s.grow(int64(c - cap(s.msg))) {
 				return errWSBusy
 			}
 			s.msg = append(make([]byte, 0, c), s.msg...)
@@ -370,6 +373,14 @@ func (s *wsSession) readPayload(br *bufio.Reader, n int) error {
 		n -= k
 	}
 	return nil
+}
+
+// grow takes n more bytes of ScanMemory for the message, waiting at most
+// ScanWait.
+func (s *wsSession) grow(n int64) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.r.Context()), s.g.scanWait())
+	defer cancel()
+	return s.hold.grow(ctx, n)
 }
 
 // errWSBusy: ScanMemory had no room for a message within ScanWait.
