@@ -118,6 +118,13 @@ tenants:
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
+	return newWorldWith(t, nil)
+}
+
+// newWorldWith is newWorld with configure applied to the gateway before it
+// serves (for what Serve reads once, as the listener's limits).
+func newWorldWith(t testing.TB, configure func(*gateway.Gateway)) *world {
+	t.Helper()
 	dir := t.TempDir()
 	w := &world{t: t, tokens: map[string]string{}, sink: &recordingSink{}, dialed: make(chan string, 100)}
 	w.upCA = testnet.NewTestCA(t, "upstream")
@@ -169,6 +176,9 @@ func newWorld(t testing.TB) *world {
 		Dialer:  dialer,
 		RootCAs: roots,
 		Events:  w.sink,
+	}
+	if configure != nil {
+		configure(w.gw)
 	}
 	w.proxyAddr = serveOnLoopback(t, w.gw)
 	return w
