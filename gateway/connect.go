@@ -77,7 +77,9 @@ func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // passthrough tunnels blind to a host configured so. The address is still
 // checked by the guard, and the ClientHello's SNI must name the CONNECT host.
 func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int) {
-	up, err := g.Dialer.Dial(r.Context(), guard.Target{Host: host, Port: port, Allow: d.AllowAddresses})
+	dctx, cancel := context.WithTimeout(r.Context(), g.upstreamConnectTimeout())
+	up, err := g.Dialer.Dial(dctx, guard.Target{Host: host, Port: port, Allow: d.AllowAddresses})
+	cancel()
 	if err != nil {
 		g.refuse(w, r, dialRefusal(id, err, host, port, ""))
 		return
@@ -88,20 +90,26 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.I
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
-	t := g.track(id, host, port, rules.Passthrough, client, up)
+	t := g.track(connectQuery(id, host, port), rules.Passthrough, client, up)
 	if t == nil {
 		return
 	}
 	defer g.untrack(t)
 
 	client.SetReadDeadline(time.Now().Add(g.handshakeTimeout()))
-	hello, replay, err := peekClientHello(client)
-	client.SetReadDeadline(time.Time{})
+	hello, seen, err := peekClientHello(client)
 	if err != nil || !sniMatches(hello.ServerName, host) {
 		g.record(r.Context(), r, refusal{id: id, reason: ReasonDomainFronting, host: host, port: port})
 		return
 	}
-	splice(&prefixConn{Conn: client, r: replay}, up)
+	// Both ways cross the client connection: it sees when the tunnel idles.
+	ic := newIdleConn(client, g.tunnelIdleTimeout())
+	splice(&prefixConn{Conn: ic, r: io.MultiReader(bytes.NewReader(seen), ic)}, up)
+}
+
+// connectQuery is the policy question a CONNECT asked.
+func connectQuery(id rules.Identity, host string, port int) rules.Query {
+	return rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect}
 }
 
 // sniMatches reports whether the SNI a client sent fits the CONNECT host. An
@@ -163,7 +171,7 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 			return leaf, nil
 		},
 	})
-	t := g.track(id, host, port, rules.Inspect, tlsConn)
+	t := g.track(connectQuery(id, host, port), rules.Inspect, tlsConn)
 	if t == nil {
 		return
 	}
@@ -184,8 +192,9 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
 	srv := &http.Server{
 		Handler:           tun,
-		ReadHeaderTimeout: g.handshakeTimeout(),
+		ReadHeaderTimeout: g.readHeaderTimeout(),
 		IdleTimeout:       g.idleTimeout(),
+		MaxHeaderBytes:    g.serverMaxHeaderBytes(),
 		ErrorLog:          discardLog,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithoutCancel(r.Context())
@@ -206,9 +215,14 @@ type innerHandler struct {
 	client string
 }
 
-func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *innerHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	g := h.g
 	r.RemoteAddr = h.client
+	w := &guardedWriter{ResponseWriter: rw}
+	defer g.recoverRequest(w, r, &h.id)
+	if !g.checkRequestLimits(w, r, h.id) {
+		return
+	}
 	// The tunnel was opened for one authority: a request for another one is
 	// domain fronting, whatever the policy says about that other host.
 	reqHost, reqPort := splitHostPortDefault(r.Host, h.port)
@@ -231,17 +245,20 @@ func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			host: h.host, port: h.port, msg: "CONNECT is not allowed inside a tunnel"})
 		return
 	}
-	d := g.decideRequest(h.id, h.host, h.port, r, ws)
-	if d.Action != rules.Allow {
-		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
-		return
-	}
-	ok, done := g.scan(w, r, h.id, h.host, h.port)
-	defer done()
+	r, hold, ok := g.admitBody(w, r, h.id, h.host, h.port)
 	if !ok {
 		return
 	}
-	g.forward(w, r, h.id, d, "https", h.host, h.port)
+	defer hold.release()
+	d := g.decideRequest(h.id, h.host, h.port, r, ws)
+	switch {
+	case bodyTimedOut(r):
+		g.refuseBodyTimeout(w, r, h.id, h.host, h.port)
+	case d.Action != rules.Allow:
+		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
+	case g.scan(w, r, h.id, h.host, h.port):
+		g.forward(w, r, h.id, d, "https", h.host, h.port)
+	}
 }
 
 // upgradeKind reports whether r asks for a WebSocket upgrade; ok is false for
@@ -317,8 +334,8 @@ func (c *notifyConn) Close() error {
 }
 
 // peekClientHello reads the client's ClientHello without answering it and
-// returns a reader that replays the bytes read, followed by the rest.
-func peekClientHello(c net.Conn) (*tls.ClientHelloInfo, io.Reader, error) {
+// returns the bytes it read, to be replayed before the rest.
+func peekClientHello(c net.Conn) (*tls.ClientHelloInfo, []byte, error) {
 	var seen bytes.Buffer
 	var hello *tls.ClientHelloInfo
 	errStop := errors.New("hello read")
@@ -334,7 +351,7 @@ func peekClientHello(c net.Conn) (*tls.ClientHelloInfo, io.Reader, error) {
 		}
 		return nil, nil, err
 	}
-	return hello, io.MultiReader(&seen, c), nil
+	return hello, seen.Bytes(), nil
 }
 
 // readOnlyConn lets crypto/tls parse a ClientHello without writing back.

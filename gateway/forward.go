@@ -34,17 +34,20 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 			host: host, port: port, path: r.URL.Path, msg: "only WebSocket upgrades are supported"})
 		return
 	}
-	d := g.decideRequest(id, host, port, r, ws)
-	if d.Action != rules.Allow {
-		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
-		return
-	}
-	ok, done := g.scan(w, r, id, host, port)
-	defer done()
+	r, hold, ok := g.admitBody(w, r, id, host, port)
 	if !ok {
 		return
 	}
-	g.forward(w, r, id, d, "http", host, port)
+	defer hold.release()
+	d := g.decideRequest(id, host, port, r, ws)
+	switch {
+	case bodyTimedOut(r):
+		g.refuseBodyTimeout(w, r, id, host, port)
+	case d.Action != rules.Allow:
+		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
+	case g.scan(w, r, id, host, port):
+		g.forward(w, r, id, d, "http", host, port)
+	}
 }
 
 // dialKey carries what the transport's dialer must know about the request
@@ -67,12 +70,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	// An allowed WebSocket is scanned message by message, and the
-	// upstream's messages scrubbed of real secrets (websocket.go).
+	// An allowed WebSocket is tracked as a tunnel, scanned message by
+	// message and the upstream's messages scrubbed of real secrets
+	// (websocket.go).
 	ws, _ := upgradeKind(r)
-	ws = ws && (g.Scanner != nil || inj.hasSwaps())
 	if ws {
-		w = g.webSocketWriter(w, r, id, host, port, inj)
+		ww := g.webSocketWriter(w, r, id, host, port, inj)
+		defer ww.untrack()
+		w = ww
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -85,7 +90,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			for _, h := range pathOverrideHeaders {
 				pr.Out.Header.Del(h)
 			}
-			if ws {
+			if ws && (g.Scanner != nil || inj.hasSwaps()) {
 				// No compression is negotiated: every frame stays readable.
 				pr.Out.Header.Del("Sec-WebSocket-Extensions")
 			}
@@ -100,6 +105,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		ErrorLog: discardLog,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
+				return
+			}
+			if bodyTimedOut(r) {
+				g.refuseBodyTimeout(w, r, id, host, port)
 				return
 			}
 			g.refuse(w, r, dialRefusal(id, err, host, port, r.URL.Path))
@@ -119,6 +128,9 @@ func dialRefusal(id rules.Identity, err error, host string, port int, path strin
 	case errors.Is(err, phantom.ErrUnscrubbable):
 		f.status, f.reason = http.StatusBadGateway, ReasonResponseUnscrubbable
 		f.msg = "the upstream answered in an encoding the gateway cannot scrub of credentials; nothing of it was passed on"
+	case isTimeout(err) || errors.Is(err, context.DeadlineExceeded):
+		f.status, f.reason = http.StatusGatewayTimeout, ReasonUpstreamTimeout
+		f.msg = "the upstream did not connect or answer in time: " + shortErr(err)
 	case errors.As(err, &tlsErr):
 		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamTLS
 		f.msg = "the upstream's certificate did not verify: " + tlsErr.Err.Error()
@@ -158,6 +170,8 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix) *http.Transport
 			if info == nil {
 				return nil, errors.New("gateway: dial without a checked target")
 			}
+			ctx, cancel := context.WithTimeout(ctx, g.upstreamConnectTimeout())
+			defer cancel()
 			return g.Dialer.Dial(ctx, guard.Target{Host: info.host, Port: info.port, Allow: info.allow})
 		},
 		TLSClientConfig:       &tls.Config{RootCAs: g.RootCAs, MinVersion: tls.VersionTLS12},
@@ -167,7 +181,7 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix) *http.Transport
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: 5 * time.Minute,
+		ResponseHeaderTimeout: g.upstreamHeaderTimeout(),
 	}
 	if g.transports == nil {
 		g.transports = make(map[string]*http.Transport)

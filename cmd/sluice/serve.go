@@ -98,6 +98,9 @@ func (s *Server) Open() error {
 		// Bodies are held in memory while scanned: bound them all together.
 		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
 		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
+		// A body declared over the limit is refused at once unless the
+		// policy forwards oversize bodies.
+		ForwardOversize: cfg.Scanning.OnOversize == config.OnOversizeForward,
 		// A WebSocket message is scanned whole, as a body is.
 		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
 		Logger:              s.Logger,
