@@ -135,7 +135,7 @@ type wsSession struct {
 	host string
 	port int
 	max  int64
-	hold *scanHold // the bytes of the message under way, counted in ScanMemory
+	hold *scanHold  // the bytes of the message under way, counted in ScanMemory
 	inj  *injection // the upgrade's credentials; nil: none
 
 	client *wsConn
