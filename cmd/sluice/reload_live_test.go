@@ -147,7 +147,7 @@ func newLiveWorld(t *testing.T, p liveParams) *liveWorld {
 func (w *liveWorld) reload(t *testing.T, p liveParams) bool {
 	t.Helper()
 	w.write(t, p)
-	return w.s.reload.Reload("test")
+	return w.s.watch.Now("test")
 }
 
 // post sends body to host through the gateway and returns the status, the

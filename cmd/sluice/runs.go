@@ -22,10 +22,8 @@ const (
 // the server started with.
 func (s *Server) currentConfig() *config.Config {
 	if s.reload != nil {
-		s.reload.mu.Lock()
-		defer s.reload.mu.Unlock()
-		if s.reload.current != nil {
-			return s.reload.current
+		if cfg := s.reload.current.Load(); cfg != nil {
+			return cfg
 		}
 	}
 	return s.Config

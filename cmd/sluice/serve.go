@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -41,9 +42,11 @@ type Server struct {
 	proxyLn net.Listener
 	events  *incidentSink
 	ops     ops // the incident store, metrics and admin listener (admin.go)
-	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
-	policy *policyHolder
+	// policy is the gateway's swappable Policy; reload swaps it, when watch
+	// (nil without a file) calls it.
+	policy *rules.Holder
 	reload *reloader
+	watch  *reload.Watcher
 	runs   *runs.Service // runs, access decisions and grants (runs.go)
 	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
@@ -85,7 +88,7 @@ func (s *Server) Open() error {
 	if err := s.openAlerts(); err != nil {
 		return err
 	}
-	s.policy = newPolicyHolder(engine)
+	s.policy = rules.NewHolder(engine)
 	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), Logger: s.Logger})
 	s.roots = roots
 	s.gw = &gateway.Gateway{
@@ -123,7 +126,9 @@ func (s *Server) Open() error {
 	}
 	if cfg.Path != "" {
 		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyReload, Logger: s.Logger}
-		s.reload.start(cfg)
+		s.reload.current.Store(cfg)
+		s.watch = &reload.Watcher{Path: cfg.Path, Reload: s.reload.Reload}
+		s.watch.Start()
 	}
 	if err := s.openRuns(); err != nil {
 		return err
@@ -156,10 +161,10 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
 	s.serveOps(ctx)
 	defer s.closeOps(context.Background())
-	if s.reload != nil {
+	if s.watch != nil {
 		rctx, stopReload := context.WithCancel(ctx)
 		defer stopReload()
-		go s.reload.Run(rctx)
+		go s.watch.Run(rctx)
 	}
 	if s.runs != nil {
 		go s.runs.Run(ctx)
