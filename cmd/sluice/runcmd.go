@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -30,13 +28,6 @@ const (
 	envToken    = "SLUICE_TOKEN"    // a tenant token ("token" with --tenant, or "tenant:token")
 	envUser     = "SLUICE_USER"     // a dashboard user, with SLUICE_PASSWORD
 	envPassword = "SLUICE_PASSWORD" // a variable name, not a secret
-)
-
-// Bounds of the manifests `run create --repo` sends.
-const (
-	maxSendManifest = 2 << 20
-	maxSendTotal    = 3 << 20
-	maxSendDepth    = 8
 )
 
 // newAPIClient is the API client for --admin and the credentials in the env.
@@ -119,9 +110,9 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	body := map[string]any{"tenant": *tenant, "class": *class, "ttl": ttl.String(), "repo_remote": *remote}
 	if *repo != "" {
-		m, err := readManifests(*repo)
+		m, err := derive.ReadManifests(*repo)
 		if err != nil {
-			return err
+			return fmt.Errorf("--repo: %w", err)
 		}
 		body["manifests"] = m
 	}
@@ -189,57 +180,4 @@ func runEnd(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	fmt.Fprintf(stdout, "run %s ended\n", id)
 	return nil
-}
-
-// readManifests returns the manifests Derive reads under dir, by relative path,
-// skipping what Derive skips and staying within the API's size limit (smaller files
-// first: lock files are the large ones and the least needed).
-func readManifests(dir string) (map[string]string, error) {
-	type file struct {
-		rel  string
-		size int64
-	}
-	var files []file
-	root := filepath.Clean(dir)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root {
-				return err
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if p != root && (derive.SkipDir(d.Name()) || strings.Count(rel, "/") >= maxSendDepth) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !derive.IsManifest(rel) {
-			return nil
-		}
-		if info, err := d.Info(); err == nil && info.Size() <= maxSendManifest {
-			files = append(files, file{rel, info.Size()})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--repo: %w", err)
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].size < files[j].size })
-	out := map[string]string{}
-	var total int64
-	for _, f := range files {
-		if total+f.size > maxSendTotal || len(out) >= 200 {
-			break
-		}
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.rel)))
-		if err != nil {
-			continue
-		}
-		out[f.rel] = string(b)
-		total += int64(len(b))
-	}
-	return out, nil
 }
