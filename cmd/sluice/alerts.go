@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,25 +73,9 @@ func (s *Server) openAlerts() error {
 func webhooks(cfg *config.Config, getenv func(string) string) ([]alert.Webhook, error) {
 	var out []alert.Webhook
 	for i, w := range cfg.Alerts.Webhooks {
-		key := fmt.Sprintf("alerts.webhooks[%d]", i)
-		var raw string
-		switch {
-		case w.URLEnv != "":
-			raw = getenv(w.URLEnv)
-			if raw == "" {
-				return nil, fmt.Errorf("%s: environment variable %s is empty", key, w.URLEnv)
-			}
-		default:
-			b, err := os.ReadFile(resolve(cfg, w.URLFile))
-			if err != nil {
-				return nil, fmt.Errorf("%s: url_file: %w", key, err)
-			}
-			raw = string(b)
-		}
-		raw = strings.TrimSpace(raw)
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%s: the URL it references is not an http(s) URL", key)
+		raw, err := cfg.WebhookURL(i, getenv)
+		if err != nil {
+			return nil, err
 		}
 		name := w.Name
 		if name == "" {

@@ -30,7 +30,7 @@ func loadConfig(path, dataDir string) (*config.Config, error) {
 	if dataDir != "" {
 		cfg.DataDir = dataDir
 	}
-	cfg.DataDir = resolve(cfg, cfg.DataDir)
+	cfg.DataDir = cfg.AbsPath(cfg.DataDir)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w (set data_dir or --data-dir to a writable directory)", err)
 	}
@@ -56,23 +56,6 @@ func compile(cfg *config.Config) (*rules.Engine, error) {
 		return nil, err
 	}
 	return rules.Compile(cfg.Policy(), cfg.Token)
-}
-
-// resolve makes p absolute against the config file's directory (the working
-// directory for the embedded default).
-func resolve(cfg *config.Config, p string) string {
-	if p == "" || filepath.IsAbs(p) {
-		return p
-	}
-	base := "."
-	if cfg.Path != "" {
-		base = filepath.Dir(cfg.Path)
-	}
-	abs, err := filepath.Abs(filepath.Join(base, p))
-	if err != nil {
-		return filepath.Join(base, p)
-	}
-	return abs
 }
 
 // ensureToken creates a random token file (0600) unless one exists.

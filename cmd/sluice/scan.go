@@ -28,7 +28,7 @@ func newScanner(cfg *config.Config) (*scanner.Scanner, error) { return buildScan
 func buildScanner(cfg *config.Config, create bool) (*scanner.Scanner, error) {
 	var packs []scanner.Pack
 	for _, p := range cfg.Scanning.RulePacks {
-		path := resolve(cfg, p)
+		path := cfg.AbsPath(p)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("scanning.rule_packs: %w", err)

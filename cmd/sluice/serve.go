@@ -229,7 +229,7 @@ func upstreamRoots(cfg *config.Config) (*x509.CertPool, error) {
 		pool = x509.NewCertPool()
 	}
 	for _, p := range cfg.Upstream.ExtraRoots {
-		path := resolve(cfg, p)
+		path := cfg.AbsPath(p)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("upstream.extra_roots: %w", err)

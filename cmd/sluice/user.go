@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
@@ -57,20 +56,10 @@ func dashboardUsers(cfg *config.Config, getenv func(string) string) ([]dashboard
 	var out []dashboard.User
 	for i := range cfg.Dashboard.Users {
 		u := &cfg.Dashboard.Users[i]
-		var h string
-		if p := cfg.DashboardHashPath(u); p != "" {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("dashboard user %s: password hash: %w", u.Name, err)
-			}
-			h = string(b)
-		} else {
-			h = getenv(u.PasswordHashEnv)
-			if h == "" {
-				return nil, fmt.Errorf("dashboard user %s: environment variable %s is empty", u.Name, u.PasswordHashEnv)
-			}
+		h, err := cfg.DashboardHash(u, getenv)
+		if err != nil {
+			return nil, err
 		}
-		h = strings.TrimSpace(h)
 		if err := dashboard.CheckHash(h); err != nil {
 			return nil, fmt.Errorf("dashboard user %s: the password hash is neither bcrypt nor argon2id "+
 				"(make one with `sluice user hash`)", u.Name)
