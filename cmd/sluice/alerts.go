@@ -11,33 +11,14 @@ import (
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
-	"github.com/sluice-egress/sluice/incident"
 )
-
-// alertingSink is the gateway's EventSink when webhooks are configured: the store's
-// sink first, then an alert for what it recorded, so that an incident is alerted only
-// once it is stored (and with its id).
-type alertingSink struct {
-	inner  gateway.EventSink
-	alerts *alert.Sink
-}
-
-func (k *alertingSink) Emit(ctx context.Context, e incident.Incident) string {
-	id := k.inner.Emit(ctx, e)
-	if id != "" {
-		in := e.Bounded() // query-less, clipped: what the store kept
-		in.ID = id
-		k.alerts.Alert(in)
-	}
-	return id
-}
 
 // withAlerts wraps the store's sink with the alert sink, when there is one.
 func (s *Server) withAlerts(sink gateway.EventSink) gateway.EventSink {
 	if s.alerts == nil {
 		return sink
 	}
-	return &alertingSink{inner: sink, alerts: s.alerts}
+	return &alert.Recorded{Inner: sink, Alerts: s.alerts}
 }
 
 // openAlerts builds the webhook sink of alerts.webhooks, reading each URL from its

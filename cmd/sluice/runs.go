@@ -63,8 +63,9 @@ func (s *Server) openRuns() error {
 			return reachableProxy(s.ProxyAddr())
 		},
 		Env:            func(proxy *url.URL) []string { return ca.ContainerEnv(proxy, runCAPath, runBundlePath) },
-		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.MintPhantoms(tenant, run) },
-		ForgetPhantoms: s.ForgetPhantoms,
+		// The registry is set: openCredentials ran before.
+		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.phantoms.Mint(tenant, run) },
+		ForgetPhantoms: s.phantoms.Forget,
 		Interval:       s.RunsInterval,
 		Logger:         s.Logger,
 	}

@@ -1,0 +1,32 @@
+package alert
+
+import (
+	"context"
+
+	"github.com/sluice-egress/sluice/incident"
+)
+
+// Recorder is the event sink that stores incidents (the gateway's EventSink):
+// Emit returns the stored incident's id, "" when nothing was stored.
+type Recorder interface {
+	Emit(ctx context.Context, e incident.Incident) string
+}
+
+// Recorded is a Recorder that alerts what Inner recorded: an incident is alerted
+// only once it is stored, and with its id.
+type Recorded struct {
+	Inner  Recorder
+	Alerts *Sink
+}
+
+// Emit records e with Inner, then alerts it as the store keeps it (query-less,
+// clipped) when it was stored.
+func (k *Recorded) Emit(ctx context.Context, e incident.Incident) string {
+	id := k.Inner.Emit(ctx, e)
+	if id != "" {
+		in := e.Bounded()
+		in.ID = id
+		k.Alerts.Alert(in)
+	}
+	return id
+}
