@@ -62,7 +62,7 @@ func (s *Server) openRuns() error {
 			}
 			return reachableProxy(s.ProxyAddr())
 		},
-		Env:            func(proxy *url.URL) []string { return ca.ContainerEnv(proxy, runCAPath, runBundlePath) },
+		Env: func(proxy *url.URL) []string { return ca.ContainerEnv(proxy, runCAPath, runBundlePath) },
 		// The registry is set: openCredentials ran before.
 		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.phantoms.Mint(tenant, run) },
 		ForgetPhantoms: s.phantoms.Forget,
