@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
 )
