@@ -9,14 +9,6 @@ import (
 	"github.com/sluice-egress/sluice/scanner"
 )
 
-// canaryEnv names the variable each canary kind is planted as.
-var canaryEnv = map[string]string{
-	"aws-access-key-id":     "AWS_ACCESS_KEY_ID",
-	"aws-secret-access-key": "AWS_SECRET_ACCESS_KEY",
-	"github-pat":            "GITHUB_TOKEN",
-	"api-key":               "API_KEY",
-}
-
 // runCanaryIssue mints decoy credentials for a tenant (and run) and prints
 // them once, as env lines to plant in a sandbox; only their keyed
 // fingerprints are stored, under the data directory, where the gateway
@@ -59,7 +51,7 @@ func runCanaryIssue(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "# canaries for tenant %s%s: plant them in the sandbox; any use in egress is blocked and recorded\n",
 		*tenant, map[bool]string{true: ", run " + *run, false: ""}[*run != ""])
 	for _, c := range cs {
-		fmt.Fprintf(stdout, "%s=%s  # %s\n", canaryEnv[c.Kind], c.Value, c.ID)
+		fmt.Fprintf(stdout, "%s=%s  # %s\n", c.EnvName(), c.Value, c.ID)
 	}
 	return nil
 }

@@ -142,7 +142,7 @@ func (s *Server) applyReload(cfg *config.Config) {
 			s.gw.SetRootCAs(st.roots)
 		}
 		if s.scanner != nil {
-			s.scanner.swap(st.scanner)
+			s.scanner.Swap(st.scanner)
 		}
 		if s.gw != nil {
 			s.gw.SetMaxWebSocketMessage(int64(st.cfg.Scanning.MaxBodyBytes))

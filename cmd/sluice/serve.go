@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Server is a running gateway wired from a config: Open binds the
@@ -55,7 +56,7 @@ type Server struct {
 	// roots are the upstream roots in use. staged is what loadPolicy built for
 	// the reload under way (reload.go).
 	dialer  *dialerHolder
-	scanner *scannerHolder
+	scanner *scanner.Holder
 	roots   *x509.CertPool
 	staged  *stagedReload
 }
@@ -112,7 +113,7 @@ func (s *Server) Open() error {
 	if err != nil {
 		return err
 	}
-	s.scanner = newScannerHolder(sc)
+	s.scanner = scanner.NewHolder(sc)
 	s.gw.Scanner = s.scanner
 	if err := s.openCredentials(sc); err != nil {
 		return err
