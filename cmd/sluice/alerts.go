@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
@@ -33,17 +31,10 @@ func (s *Server) openAlerts() error {
 	if err != nil {
 		return err
 	}
-	counter := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sluice_alerts_total",
-		Help: "Incidents handed to alert webhooks, by webhook and result (sent, failed, rate_limited, queue_full).",
-	}, []string{"webhook", "result"})
-	if s.ops.metrics != nil {
-		s.ops.metrics.Registry.MustRegister(counter)
-	}
 	s.alerts = &alert.Sink{
 		Webhooks:     hooks,
 		DashboardURL: ac.DashboardURL,
-		OnResult:     func(w, r string) { counter.WithLabelValues(w, r).Inc() },
+		OnResult:     s.ops.metrics.AlertResult,
 		Logger:       s.Logger,
 	}
 	return nil

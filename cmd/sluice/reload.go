@@ -88,7 +88,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) 
 			return nil, nil, fmt.Errorf("tenant %s: %w", t, err)
 		}
 	}
-	roots, err := upstreamRoots(cfg)
+	roots, err := cfg.UpstreamRoots()
 	if err != nil {
 		return nil, nil, err
 	}

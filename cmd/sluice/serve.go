@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -74,7 +73,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.cas.Logger = s.Logger
-	roots, err := upstreamRoots(cfg)
+	roots, err := cfg.UpstreamRoots()
 	if err != nil {
 		return err
 	}
@@ -221,25 +220,6 @@ func (s *Server) announce() {
 	if len(s.engine.Tenants()) == 1 && cfg.Path == "" {
 		fmt.Fprintln(w, "policy: the embedded default allows nothing; run with --config FILE to allow hosts")
 	}
-}
-
-// upstreamRoots is the system pool plus upstream.extra_roots.
-func upstreamRoots(cfg *config.Config) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	for _, p := range cfg.Upstream.ExtraRoots {
-		path := cfg.AbsPath(p)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("upstream.extra_roots: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("upstream.extra_roots: %s holds no PEM certificate", path)
-		}
-	}
-	return pool, nil
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
