@@ -112,7 +112,7 @@ type Tenant struct {
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and
-// one tenant "default" whose token file "default.token" lies in the data directory (cmd
+// one tenant "default" whose token file "default.token" lies in the data directory (Open
 // creates it) with a deny-all class "agent".
 func Default() *Config {
 	c := &Config{

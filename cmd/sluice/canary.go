@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -26,7 +27,7 @@ func runCanaryIssue(args []string, stdout, stderr io.Writer) error {
 	if *tenant == "" {
 		return fmt.Errorf("%w: --tenant is required", errUsage)
 	}
-	cfg, err := loadConfig(*cfgPath, *dataDir)
+	cfg, err := config.Open(*cfgPath, *dataDir)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func runCAExport(args []string, stdout, stderr io.Writer) error {
 	if *tenant == "" || *out == "" {
 		return fmt.Errorf("%w: --tenant and --out are required", errUsage)
 	}
-	cfg, err := loadConfig(*cfgPath, *dataDir)
+	cfg, err := config.Open(*cfgPath, *dataDir)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
@@ -113,7 +114,7 @@ func newLiveWorld(t *testing.T, p liveParams) *liveWorld {
 	mustWriteFile(t, filepath.Join(w.dir, "acme.token"), tok+"\n")
 	mustWriteFile(t, filepath.Join(w.dir, "pack.toml"), livePack)
 	w.write(t, p)
-	cfg, err := loadConfig(filepath.Join(w.dir, "sluice.yaml"), "")
+	cfg, err := config.Open(filepath.Join(w.dir, "sluice.yaml"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

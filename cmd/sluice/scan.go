@@ -42,7 +42,7 @@ func scanConfig(path, dataDir string) (*config.Config, error) {
 	if path == "" && dataDir == "" {
 		return config.Default(), nil
 	}
-	return loadConfig(path, dataDir)
+	return config.Open(path, dataDir)
 }
 
 // scanReport is one finding as `sluice scan --json` prints it.

@@ -238,7 +238,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg, err := loadConfig(*cfgPath, *dataDir)
+	cfg, err := config.Open(*cfgPath, *dataDir)
 	if err != nil {
 		return err
 	}
