@@ -1,6 +1,8 @@
 package derive
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,4 +72,23 @@ func ReadManifests(dir string) (map[string]string, error) {
 		total += int64(len(b))
 	}
 	return out, nil
+}
+
+// ErrNotDir: DeriveDir's repository is not a directory.
+var ErrNotDir = errors.New("not a directory")
+
+// DeriveDir is Derive on the repository checked out in dir ("" for none) with its
+// remote; nil when there is neither.
+func DeriveDir(dir, remote string) (*Derivation, error) {
+	if dir == "" && remote == "" {
+		return nil, nil
+	}
+	var fsys fs.FS
+	if dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%s: %w", dir, ErrNotDir)
+		}
+		fsys = os.DirFS(dir)
+	}
+	return Derive(fsys, remote)
 }

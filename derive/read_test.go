@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,4 +59,21 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func TestDeriveDir(t *testing.T) {
+	if d, err := DeriveDir("", ""); d != nil || err != nil {
+		t.Fatalf("no repository: %v, %v", d, err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o600)
+	if _, err := DeriveDir(file, ""); !errors.Is(err, ErrNotDir) {
+		t.Fatalf("a file: %v, want ErrNotDir", err)
+	}
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644)
+	d, err := DeriveDir(dir, "")
+	if err != nil || d == nil || len(d.Presets) == 0 {
+		t.Fatalf("a Go module: %+v, %v", d, err)
+	}
 }

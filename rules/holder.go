@@ -24,9 +24,14 @@ func (h *Holder) Engine() *Engine {
 	return h.cur.Load()
 }
 
-// Identify asks the current engine.
+// Identify asks the current engine; without one (a nil Holder), nobody is
+// identified.
 func (h *Holder) Identify(user, token string) (Identity, error) {
-	return h.cur.Load().Identify(user, token)
+	e := h.Engine()
+	if e == nil {
+		return Identity{}, ErrUnauthenticated
+	}
+	return e.Identify(user, token)
 }
 
 // Decide asks the current engine. The decision carries what it allows to be dialled,

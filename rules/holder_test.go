@@ -1,6 +1,9 @@
 package rules
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // A swap installs the new engine at once and keeps the grants (and runs) of the old.
 func TestHolderSwap(t *testing.T) {
@@ -9,6 +12,9 @@ func TestHolderSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := NewHolder(f.engine)
+	if id, err := h.Identify("acme", f.tokens["acme"]); err != nil || id.Tenant != "acme" {
+		t.Fatalf("Identify = %+v, %v", id, err)
+	}
 	if h.Engine() != f.engine {
 		t.Fatal("Engine is not the engine held")
 	}
@@ -31,5 +37,8 @@ func TestHolderSwap(t *testing.T) {
 	var none *Holder
 	if none.Engine() != nil {
 		t.Fatal("a nil Holder has an engine")
+	}
+	if _, err := none.Identify("acme", f.tokens["acme"]); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("a nil Holder identifies: %v", err)
 	}
 }

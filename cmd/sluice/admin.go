@@ -96,16 +96,10 @@ func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 	engine := func() *rules.Engine { return s.policy.Engine() }
 	return dashboard.Options{
 		Metrics: s.ops.metrics, Ready: s.ready, Logger: s.Logger,
-		Store:  s.ops.store,
-		Engine: engine,
-		Users:  users,
-		Identify: func(user, token string) (rules.Identity, error) {
-			e := engine()
-			if e == nil {
-				return rules.Identity{}, rules.ErrUnauthenticated
-			}
-			return e.Identify(user, token)
-		},
+		Store:      s.ops.store,
+		Engine:     engine,
+		Users:      users,
+		Identify:   func(user, token string) (rules.Identity, error) { return s.policy.Identify(user, token) },
 		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
 		Runs:       s.runs,
 	}

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -67,19 +65,12 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 			return nil, nil, err
 		}
 	}
-	var d *derive.Derivation
-	if pf.repo != "" || pf.remote != "" {
-		var fsys iofs.FS
-		if pf.repo != "" {
-			if fi, err := os.Stat(pf.repo); err != nil || !fi.IsDir() {
-				return nil, nil, fmt.Errorf("--repo %s: not a directory", pf.repo)
-			}
-			fsys = os.DirFS(pf.repo)
+	d, err := derive.DeriveDir(pf.repo, pf.remote)
+	if err != nil {
+		if errors.Is(err, derive.ErrNotDir) {
+			return nil, nil, fmt.Errorf("--repo %w", err)
 		}
-		var err error
-		if d, err = derive.Derive(fsys, pf.remote); err != nil {
-			return nil, nil, err
-		}
+		return nil, nil, err
 	}
 	grants, err := runstore.Grants(context.Background(), cfg.DataPath(), pf.tenant, time.Now())
 	if err != nil {
