@@ -219,6 +219,15 @@ func (c *Config) Policy() *rules.Policy {
 	return p
 }
 
+// Compile validates c and compiles its policy, reading the tenants' tokens. A config
+// changed after loading (a flag overriding a key) is checked again.
+func (c *Config) Compile() (*rules.Engine, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return rules.Compile(c.Policy(), c.Token)
+}
+
 // Token reads the token of the named tenant from its token_file or token_env, trimmed,
 // for rules.Compile. Errors name where the token was looked for, never the token.
 func (c *Config) Token(tenant string) (string, error) {

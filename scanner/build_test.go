@@ -47,11 +47,18 @@ func TestBuild(t *testing.T) {
 }
 
 func TestCanaryEnvName(t *testing.T) {
-	cs, err := (&CanaryStore{Dir: t.TempDir(), Key: randomKey()}).Issue("acme", "")
+	dir := t.TempDir()
+	cs, err := IssueCanaries(dir, "acme", " run_1 ")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(dir, KeyFile)); err != nil {
+		t.Fatal("IssueCanaries made no key")
+	}
 	for _, c := range cs {
+		if c.Run != "run_1" {
+			t.Errorf("canary of run %q, want run_1", c.Run)
+		}
 		if c.EnvName() == "" {
 			t.Errorf("canary kind %s has no variable", c.Kind)
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/scanner"
@@ -34,13 +33,7 @@ func runCanaryIssue(args []string, stdout, stderr io.Writer) error {
 	if _, ok := cfg.Tenants[*tenant]; !ok {
 		return fmt.Errorf("unknown tenant %q", *tenant)
 	}
-	dir := cfg.DataPath()
-	key, err := scanner.LoadOrCreateKey(dir)
-	if err != nil {
-		return err
-	}
-	store := &scanner.CanaryStore{Dir: dir, Key: key}
-	cs, err := store.Issue(*tenant, strings.TrimSpace(*run))
+	cs, err := scanner.IssueCanaries(cfg.DataPath(), *tenant, *run)
 	if err != nil {
 		return err
 	}

@@ -5,18 +5,7 @@ import (
 	"io"
 
 	"github.com/sluice-egress/sluice/config"
-	"github.com/sluice-egress/sluice/rules"
 )
-
-// compile validates cfg and compiles its policy, reading the tenants' tokens: as
-// rules.Compile did with the whole file before config was its own package, a
-// config changed after loading (--data-dir, --proxy) is checked again.
-func compile(cfg *config.Config) (*rules.Engine, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return rules.Compile(cfg.Policy(), cfg.Token)
-}
 
 func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("config check", stderr)
@@ -36,7 +25,7 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *path != "" {
-		if _, err := compile(cfg); err != nil {
+		if _, err := cfg.Compile(); err != nil {
 			return err
 		}
 	}

@@ -12,11 +12,6 @@ import (
 	"github.com/sluice-egress/sluice/config"
 )
 
-// proxyURL is the proxy as a container reaches it, with the credentials.
-func proxyURL(hostport, user, token string) *url.URL {
-	return &url.URL{Scheme: "http", User: url.UserPassword(user, token), Host: hostport}
-}
-
 // exportTenant writes ca.pem, bundle.pem and sluice.env (ca.Authority.ExportEnv)
 // for one tenant into outDir, with the tenant's token and phantom credentials.
 // containerDir, when set, is where the container will see outDir mounted.
@@ -33,7 +28,7 @@ func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHost
 	if err != nil {
 		return "", nil, "", err
 	}
-	envPath, lines, err = auth.ExportEnv(outDir, containerDir, proxyURL(proxyHostport, tenant, token), phantoms)
+	envPath, lines, err = auth.ExportEnv(outDir, containerDir, &url.URL{Scheme: "http", User: url.UserPassword(tenant, token), Host: proxyHostport}, phantoms)
 	return envPath, lines, token, err
 }
 

@@ -76,7 +76,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) 
 	}
 	cfg.DataDir = s.Config.DataDir
 	cfg.Listen = s.Config.Listen // --proxy may have overridden it; listeners stay anyway
-	engine, err := compile(cfg)
+	engine, err := cfg.Compile()
 	if err != nil {
 		return nil, nil, err
 	}

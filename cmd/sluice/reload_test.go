@@ -29,7 +29,7 @@ func compileText(t *testing.T, dir, allowHost string) (*rules.Engine, *config.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := compile(cfg)
+	e, err := cfg.Compile()
 	if err != nil {
 		t.Fatal(err)
 	}

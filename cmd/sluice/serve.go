@@ -64,7 +64,7 @@ type Server struct {
 // listener. Nothing is served before all of it succeeded (fail closed).
 func (s *Server) Open() error {
 	cfg := s.Config
-	engine, err := compile(cfg)
+	engine, err := cfg.Compile()
 	if err != nil {
 		return err
 	}
