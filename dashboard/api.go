@@ -21,13 +21,12 @@ const (
 	DefaultRunTTL = time.Hour
 	MaxRunTTL     = 7 * 24 * time.Hour
 	// DefaultAccessTTL and MaxAccessTTL bound an access request's (and its grant's) life.
-	DefaultAccessTTL = 24 * time.Hour
-	MaxAccessTTL     = 90 * 24 * time.Hour
+	DefaultAccessTTL = runs.DefaultAccessTTL
+	MaxAccessTTL     = runs.MaxAccessTTL
 
-	maxRunBody       = 4 << 20 // manifests
-	maxBody          = 64 << 10
-	maxManifests     = 200
-	maxJustification = 2000
+	maxRunBody   = 4 << 20 // manifests
+	maxBody      = 64 << 10
+	maxManifests = 200
 )
 
 // Errors of the API, besides the store's.

@@ -29,6 +29,9 @@ type RunManager interface {
 	// DecideAccess records a reviewer's decision on a pending access request and
 	// applies the grants at once.
 	DecideAccess(ctx context.Context, d runs.Decision) (runs.AccessRequest, error)
+	// RequestAccess files a pending access request; the caller checked that the
+	// actor may file for its tenant. Invalid input wraps ErrInvalid.
+	RequestAccess(ctx context.Context, in runs.AccessInput) (runs.AccessRequest, error)
 }
 
 var _ RunManager = (*runs.Service)(nil)
