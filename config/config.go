@@ -235,18 +235,15 @@ func (c *Config) Token(tenant string) (string, error) {
 	if t == nil {
 		return "", fmt.Errorf("no tenant %q", tenant)
 	}
-	var tok, src string
-	if t.TokenEnv != "" {
-		src = "token_env " + t.TokenEnv
-		tok = os.Getenv(t.TokenEnv)
-	} else {
-		p := c.TokenPath(t)
-		src = "token_file " + p
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return "", err
-		}
-		tok = string(b)
+	src := "token_env " + t.TokenEnv
+	path := ""
+	if t.TokenEnv == "" {
+		path = c.TokenPath(t)
+		src = "token_file " + path
+	}
+	tok, err := readRef(path, t.TokenEnv, os.Getenv)
+	if err != nil {
+		return "", err
 	}
 	tok = strings.TrimSpace(tok)
 	switch {

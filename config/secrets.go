@@ -12,13 +12,12 @@ import (
 // read them for the components that need them. Their errors name the reference,
 // never the secret.
 
-// readRef reads the secret that a file (resolved against the config file's
-// directory, then made absolute) or an environment variable holds; "" when neither
-// is set. The file's content is trimmed; the variable's is not.
-func (c *Config) readRef(file, env string, getenv func(string) string) (string, error) {
+// readRef reads the secret that a file (a resolved path) or an environment variable
+// holds; "" when neither is set. The file's content is trimmed; the variable's is not.
+func readRef(file, env string, getenv func(string) string) (string, error) {
 	switch {
 	case file != "":
-		b, err := os.ReadFile(c.AbsPath(file))
+		b, err := os.ReadFile(file)
 		if err != nil {
 			return "", err
 		}
@@ -49,7 +48,7 @@ func (c *Config) AbsPath(p string) string {
 // CAPassphrase reads the passphrase that encrypts the CA keys: nil when the config
 // sets none (keys are stored unencrypted).
 func (c *Config) CAPassphrase() ([]byte, error) {
-	v, err := c.readRef(c.CA.PassphraseFile, c.CA.PassphraseEnv, os.Getenv)
+	v, err := readRef(c.AbsPath(c.CA.PassphraseFile), c.CA.PassphraseEnv, os.Getenv)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("ca passphrase_file: %w", err)
@@ -68,7 +67,7 @@ func (c *Config) CAPassphrase() ([]byte, error) {
 func (c *Config) WebhookURL(i int, getenv func(string) string) (string, error) {
 	w := c.Alerts.Webhooks[i]
 	key := fmt.Sprintf("alerts.webhooks[%d]", i)
-	raw, err := c.readRef(w.URLFile, w.URLEnv, getenv)
+	raw, err := readRef(c.AbsPath(w.URLFile), w.URLEnv, getenv)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("%s: url_file: %w", key, err)
@@ -86,7 +85,7 @@ func (c *Config) WebhookURL(i int, getenv func(string) string) (string, error) {
 // DashboardHash reads a dashboard user's password hash from its file or
 // environment variable, trimmed.
 func (c *Config) DashboardHash(u *DashboardUser, getenv func(string) string) (string, error) {
-	h, err := c.readRef(u.PasswordHashFile, u.PasswordHashEnv, getenv)
+	h, err := readRef(c.AbsPath(u.PasswordHashFile), u.PasswordHashEnv, getenv)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("dashboard user %s: password hash: %w", u.Name, err)

@@ -344,7 +344,7 @@ func withinPatterns(h string, patterns []string) bool {
 func cloneEntry(en Entry) Entry {
 	en.Ports = slices.Clone(en.Ports)
 	en.Methods = slices.Clone(en.Methods)
-	upperMethods(en.Methods)
+	UpperMethods(en.Methods)
 	en.Paths = slices.Clone(en.Paths)
 	en.AllowAddresses = slices.Clone(en.AllowAddresses)
 	en.Origin.From = slices.Clone(en.Origin.From)
