@@ -44,7 +44,7 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	c, err := apiclient.FromEnv(*admin, *tenant, getenv)
+	c, err := apiclient.FromEnv(*admin, "http://"+config.DefaultAdminAddr, *tenant, getenv)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func runEnd(ctx context.Context, args []string, getenv func(string) string, stdo
 	if id == "" {
 		return fmt.Errorf("%w: sluice run end RUN_ID", errUsage)
 	}
-	c, err := apiclient.FromEnv(*admin, *tenant, getenv)
+	c, err := apiclient.FromEnv(*admin, "http://"+config.DefaultAdminAddr, *tenant, getenv)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-
-	"github.com/sluice-egress/sluice/config"
 )
 
 // Environment variables of the CLI's API commands. Credentials come from the
@@ -24,16 +22,16 @@ const (
 var ErrUsage = errors.New("usage")
 
 // FromEnv returns the client of the admin listener at admin (empty: $SLUICE_ADMIN,
-// then config.DefaultAdminAddr) with the credentials in the environment: a tenant
+// then fallback) with the credentials in the environment: a tenant
 // token in $SLUICE_TOKEN (of tenant, unless it reads "tenant:token"), or a
 // dashboard user in $SLUICE_USER and $SLUICE_PASSWORD. Its errors wrap ErrUsage
 // and never hold a credential.
-func FromEnv(admin, tenant string, getenv func(string) string) (*Client, error) {
+func FromEnv(admin, fallback, tenant string, getenv func(string) string) (*Client, error) {
 	if admin == "" {
 		admin = getenv(EnvAdmin)
 	}
 	if admin == "" {
-		admin = "http://" + config.DefaultAdminAddr
+		admin = fallback
 	}
 	u, err := url.Parse(admin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -26,7 +26,7 @@ func TestFromEnv(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := FromEnv(tc.admin, tc.tenant, func(k string) string { return tc.env[k] })
+			c, err := FromEnv(tc.admin, "http://127.0.0.1:8080", tc.tenant, func(k string) string { return tc.env[k] })
 			if tc.wantAuth == "" {
 				if !errors.Is(err, ErrUsage) {
 					t.Fatalf("err = %v, want ErrUsage", err)
