@@ -15,7 +15,9 @@ type Recorder interface {
 // Recorded is a Recorder that alerts what Inner recorded: an incident is alerted
 // only once it is stored, and with its id.
 type Recorded struct {
-	Inner  Recorder
+	// Inner records the incident (required).
+	Inner Recorder
+	// Alerts sends what Inner recorded (required).
 	Alerts *Sink
 }
 

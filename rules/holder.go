@@ -3,8 +3,8 @@ package rules
 import "sync/atomic"
 
 // Holder is the policy in force: an Engine swapped whole on reload. Requests on open
-// tunnels meet the new engine from their next request on. The zero Holder holds no
-// engine; Identify and Decide need one (NewHolder).
+// tunnels meet the new engine from their next request on. Make it with NewHolder:
+// without an engine, Identify identifies nobody and Decide must not be called.
 type Holder struct {
 	cur atomic.Pointer[Engine]
 }

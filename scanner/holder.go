@@ -7,6 +7,7 @@ import (
 
 // Holder is the scanner in force, swapped whole when a reload changes the scanning
 // keys or rule packs. A request is scanned whole by the scanner it started with.
+// Make it with NewHolder: the zero Holder holds no scanner.
 type Holder struct {
 	cur atomic.Pointer[Scanner]
 }
