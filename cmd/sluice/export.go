@@ -21,7 +21,7 @@ func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHost
 		return "", nil, "", err
 	}
 	if token, err = cfg.Token(tenant); err != nil {
-		return "", nil, "", err
+		return "", nil, "", fmt.Errorf("tenant %s: %w", tenant, err)
 	}
 	// The tenant's phantom credentials, under the names its tools read.
 	phantoms, err := tenantPhantomEnv(cfg, tenant)
