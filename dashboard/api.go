@@ -219,3 +219,22 @@ func apiTime(q, name string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// actingFor is the tenant p acts for when it asks for tenant ("": its own): an admin
+// acts for any tenant, a tenant principal only for itself. may and doing name the
+// act in the errors ("create runs", "creating runs").
+func actingFor(p Principal, tenant, may, doing string) (string, error) {
+	switch {
+	case p.AtLeast(RoleAdmin):
+		return tenant, nil
+	case p.AtLeast(RoleTenant):
+		if tenant == "" {
+			tenant = p.Tenant
+		}
+		if tenant != p.Tenant {
+			return "", fmt.Errorf("%w: tenant %s may %s only for itself", errForbidden, p.Tenant, may)
+		}
+		return tenant, nil
+	}
+	return "", fmt.Errorf("%w: %s needs a tenant token or the admin role", errForbidden, doing)
+}

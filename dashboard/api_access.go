@@ -77,19 +77,11 @@ func (a *api) createAccess(w http.ResponseWriter, r *http.Request) {
 // accessInput checks who asks (a tenant for itself, or an admin on a tenant's
 // behalf); the runs service checks the request itself.
 func accessInput(p Principal, b accessBody) (runs.AccessInput, error) {
-	switch {
-	case p.AtLeast(RoleAdmin):
-	case p.AtLeast(RoleTenant):
-		if b.Tenant == "" {
-			b.Tenant = p.Tenant
-		}
-		if b.Tenant != p.Tenant {
-			return runs.AccessInput{}, fmt.Errorf("%w: tenant %s may file requests only for itself", errForbidden, p.Tenant)
-		}
-	default:
-		return runs.AccessInput{}, fmt.Errorf("%w: filing access requests needs a tenant token or the admin role", errForbidden)
+	tenant, err := actingFor(p, b.Tenant, "file requests", "filing access requests")
+	if err != nil {
+		return runs.AccessInput{}, err
 	}
-	return runs.AccessInput{Tenant: b.Tenant, Host: b.Host, Ports: b.Ports, Methods: b.Methods, Paths: b.Paths,
+	return runs.AccessInput{Tenant: tenant, Host: b.Host, Ports: b.Ports, Methods: b.Methods, Paths: b.Paths,
 		Justification: b.Justification, ExpiresAt: b.ExpiresAt, TTL: b.TTL, Actor: p.Name}, nil
 }
 
