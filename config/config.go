@@ -116,7 +116,7 @@ type Tenant struct {
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and
-// one tenant "default" whose token file "default.token" lies in the data directory (cmd
+// one tenant "default" whose token file "default.token" lies in the data directory (Open
 // creates it) with a deny-all class "agent".
 func Default() *Config {
 	c := &Config{
@@ -223,6 +223,15 @@ func (c *Config) Policy() *rules.Policy {
 	return p
 }
 
+// Compile validates c and compiles its policy, reading the tenants' tokens. A config
+// changed after loading (a flag overriding a key) is checked again.
+func (c *Config) Compile() (*rules.Engine, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return rules.Compile(c.Policy(), c.Token)
+}
+
 // Token reads the token of the named tenant from its token_file or token_env, trimmed,
 // for rules.Compile. Errors name where the token was looked for, never the token.
 func (c *Config) Token(tenant string) (string, error) {
@@ -230,18 +239,15 @@ func (c *Config) Token(tenant string) (string, error) {
 	if t == nil {
 		return "", fmt.Errorf("no tenant %q", tenant)
 	}
-	var tok, src string
-	if t.TokenEnv != "" {
-		src = "token_env " + t.TokenEnv
-		tok = os.Getenv(t.TokenEnv)
-	} else {
-		p := c.TokenPath(t)
-		src = "token_file " + p
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return "", err
-		}
-		tok = string(b)
+	src := "token_env " + t.TokenEnv
+	path := ""
+	if t.TokenEnv == "" {
+		path = c.TokenPath(t)
+		src = "token_file " + path
+	}
+	tok, err := readRef(path, t.TokenEnv, os.Getenv)
+	if err != nil {
+		return "", err
 	}
 	tok = strings.TrimSpace(tok)
 	switch {

@@ -29,6 +29,9 @@ type RunManager interface {
 	// DecideAccess records a reviewer's decision on a pending access request and
 	// applies the grants at once.
 	DecideAccess(ctx context.Context, d runs.Decision) (runs.AccessRequest, error)
+	// RequestAccess files a pending access request; the caller checked that the
+	// actor may file for its tenant. Invalid input wraps ErrInvalid.
+	RequestAccess(ctx context.Context, in runs.AccessInput) (runs.AccessRequest, error)
 }
 
 var _ RunManager = (*runs.Service)(nil)
@@ -108,17 +111,9 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request) {
 // request checks the body and who asks: admins create runs for any tenant, a tenant
 // principal for its own only.
 func (b runBody) request(p Principal) (runs.Request, error) {
-	switch {
-	case p.AtLeast(RoleAdmin):
-	case p.AtLeast(RoleTenant):
-		if b.Tenant == "" {
-			b.Tenant = p.Tenant
-		}
-		if b.Tenant != p.Tenant {
-			return runs.Request{}, fmt.Errorf("%w: tenant %s may create runs only for itself", errForbidden, p.Tenant)
-		}
-	default:
-		return runs.Request{}, fmt.Errorf("%w: creating runs needs a tenant token or the admin role", errForbidden)
+	var err error
+	if b.Tenant, err = actingFor(p, b.Tenant, "create runs", "creating runs"); err != nil {
+		return runs.Request{}, err
 	}
 	if b.Tenant == "" {
 		return runs.Request{}, fmt.Errorf("%w: tenant is required", ErrInvalid)

@@ -27,6 +27,8 @@ type Store interface {
 	ExpireAccessRequests(ctx context.Context, now time.Time) (int64, error)
 	// ActiveGrants lists the approved requests that have not expired.
 	ActiveGrants(ctx context.Context, now time.Time) ([]AccessRequest, error)
+	// CreateAccessRequest stores a new pending request.
+	CreateAccessRequest(ctx context.Context, x AccessRequest) (AccessRequest, error)
 	// DecideAccessRequest records a decision on a pending request (and its
 	// audit entry, in the same transaction).
 	DecideAccessRequest(ctx context.Context, id string, d AccessDecision) (AccessRequest, error)

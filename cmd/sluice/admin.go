@@ -78,8 +78,8 @@ func (s *Server) countBytes(d gateway.Dialer) gateway.Dialer {
 // metrics.
 func (s *Server) openAdmin() error {
 	o := &s.ops
-	if s.policy != nil {
-		s.policy.OnReload = o.metrics.PolicyReload
+	if s.watch != nil {
+		s.watch.OnResult = o.metrics.PolicyReload
 	}
 	ln, err := net.Listen("tcp", s.Config.Listen.Admin)
 	if err != nil {
@@ -102,24 +102,13 @@ func (s *Server) openAdmin() error {
 // dashboardOptions wires the dashboard and API to the store, the policy in
 // force and the users.
 func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
-	engine := func() *rules.Engine {
-		if s.policy == nil {
-			return nil
-		}
-		return s.policy.Engine()
-	}
+	engine := func() *rules.Engine { return s.policy.Engine() }
 	return dashboard.Options{
 		Metrics: s.ops.metrics, Ready: s.ready, Logger: s.Logger,
-		Store:  s.ops.store,
-		Engine: engine,
-		Users:  users,
-		Identify: func(user, token string) (rules.Identity, error) {
-			e := engine()
-			if e == nil {
-				return rules.Identity{}, rules.ErrUnauthenticated
-			}
-			return e.Identify(user, token)
-		},
+		Store:      s.ops.store,
+		Engine:     engine,
+		Users:      users,
+		Identify:   func(user, token string) (rules.Identity, error) { return s.policy.Identify(user, token) },
 		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
 		Runs:       s.runs,
 	}
@@ -134,7 +123,7 @@ func (s *Server) ready(ctx context.Context) error {
 	if s.ops.draining.Load() {
 		return errors.New("shutting down")
 	}
-	if s.policy == nil || s.policy.Engine() == nil {
+	if s.policy.Engine() == nil {
 		return errors.New("no policy loaded")
 	}
 	for _, t := range s.policy.Engine().Tenants() {

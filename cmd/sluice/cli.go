@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/sluice-egress/sluice/internal/apiclient"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -59,7 +61,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, apiclient.ErrUsage):
 		fmt.Fprintf(stderr, "sluice: %v\n\n%s", err, usage)
 		return 2
 	default:

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
 )
@@ -104,7 +105,7 @@ func newDoctorWorld(t *testing.T) *doctorWorld {
 	w.routes = filepath.Join(w.dir, "route")
 	mustWriteFile(t, w.routes, routeTable)
 
-	cfg, err := loadConfig(cfgPath, "")
+	cfg, err := config.Open(cfgPath, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,9 +18,11 @@ import (
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Server is a running gateway wired from a config: Open binds the
@@ -41,9 +42,11 @@ type Server struct {
 	proxyLn net.Listener
 	events  *incidentSink
 	ops     ops // the incident store, metrics and admin listener (admin.go)
-	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
-	policy *policyHolder
+	// policy is the gateway's swappable Policy; reload swaps it, when watch
+	// (nil without a file) calls it.
+	policy *rules.Holder
 	reload *reloader
+	watch  *reload.Watcher
 	runs   *runs.Service // runs, access decisions and grants (runs.go)
 	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
@@ -52,7 +55,7 @@ type Server struct {
 	// roots are the upstream roots in use. staged is what loadPolicy built for
 	// the reload under way (reload.go).
 	dialer  *dialerHolder
-	scanner *scannerHolder
+	scanner *scanner.Holder
 	roots   *x509.CertPool
 	staged  *stagedReload
 }
@@ -61,7 +64,7 @@ type Server struct {
 // listener. Nothing is served before all of it succeeded (fail closed).
 func (s *Server) Open() error {
 	cfg := s.Config
-	engine, err := compile(cfg)
+	engine, err := cfg.Compile()
 	if err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.cas.Logger = s.Logger
-	roots, err := upstreamRoots(cfg)
+	roots, err := cfg.UpstreamRoots()
 	if err != nil {
 		return err
 	}
@@ -85,7 +88,7 @@ func (s *Server) Open() error {
 	if err := s.openAlerts(); err != nil {
 		return err
 	}
-	s.policy = newPolicyHolder(engine)
+	s.policy = rules.NewHolder(engine)
 	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
 	s.roots = roots
 	s.gw = &gateway.Gateway{
@@ -112,7 +115,7 @@ func (s *Server) Open() error {
 	if err != nil {
 		return err
 	}
-	s.scanner = newScannerHolder(sc)
+	s.scanner = scanner.NewHolder(sc)
 	s.gw.Scanner = s.scanner
 	if err := s.openCredentials(sc); err != nil {
 		return err
@@ -126,7 +129,9 @@ func (s *Server) Open() error {
 	}
 	if cfg.Path != "" {
 		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyReload, Logger: s.Logger}
-		s.reload.start(cfg)
+		s.reload.current.Store(cfg)
+		s.watch = &reload.Watcher{Path: cfg.Path, Reload: s.reload.Reload}
+		s.watch.Start()
 	}
 	if err := s.openRuns(); err != nil {
 		return err
@@ -159,10 +164,10 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
 	s.serveOps(ctx)
 	defer s.closeOps(context.Background())
-	if s.reload != nil {
+	if s.watch != nil {
 		rctx, stopReload := context.WithCancel(ctx)
 		defer stopReload()
-		go s.reload.Run(rctx)
+		go s.watch.Run(rctx)
 	}
 	if s.runs != nil {
 		go s.runs.Run(ctx)
@@ -220,25 +225,6 @@ func (s *Server) announce() {
 	}
 }
 
-// upstreamRoots is the system pool plus upstream.extra_roots.
-func upstreamRoots(cfg *config.Config) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	for _, p := range cfg.Upstream.ExtraRoots {
-		path := resolve(cfg, p)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("upstream.extra_roots: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("upstream.extra_roots: %s holds no PEM certificate", path)
-		}
-	}
-	return pool, nil
-}
-
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
@@ -255,7 +241,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg, err := loadConfig(*cfgPath, *dataDir)
+	cfg, err := config.Open(*cfgPath, *dataDir)
 	if err != nil {
 		return err
 	}

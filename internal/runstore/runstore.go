@@ -51,6 +51,11 @@ func (a Store) ActiveGrants(ctx context.Context, now time.Time) ([]runs.AccessRe
 	return convert(xs, func(x store.AccessRequest) runs.AccessRequest { return runs.AccessRequest(x) }), err
 }
 
+func (a Store) CreateAccessRequest(ctx context.Context, x runs.AccessRequest) (runs.AccessRequest, error) {
+	out, err := a.S.CreateAccessRequest(ctx, store.AccessRequest(x))
+	return runs.AccessRequest(out), err
+}
+
 func (a Store) DecideAccessRequest(ctx context.Context, id string, d runs.AccessDecision) (runs.AccessRequest, error) {
 	x, err := a.S.DecideAccessRequest(ctx, id, store.AccessDecision(d))
 	return runs.AccessRequest(x), err

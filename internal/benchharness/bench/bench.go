@@ -370,7 +370,7 @@ func serve(gw *gateway.Gateway) (string, error) {
 	return l.Addr().String(), nil
 }
 
-// newScanner builds the scanner as cmd/sluice's newScanner does for cfg: the shipped rule
+// newScanner builds the scanner with scanner.Build, as cmd/sluice does for cfg: the shipped rule
 // packs compiled once, the scanning policy, a fingerprint key created in the data
 // directory and the canaries kept there. It refuses scanning keys that it does not
 // reproduce (rule packs, actions, bindings, per-tenant overrides): the bench policy sets none.
@@ -379,28 +379,22 @@ func newScanner(cfg *config.Config) (*scanner.Scanner, error) {
 	if len(s.RulePacks) > 0 || len(s.Actions) > 0 || len(s.Bindings) > 0 || len(s.Tenants) > 0 {
 		return nil, errors.New("bench: the bench policy must not set scanning rule packs, actions, bindings or tenants")
 	}
-	rs, err := scanner.LoadRules()
-	if err != nil {
-		return nil, fmt.Errorf("bench: scanner rules: %w", err)
-	}
-	dir := cfg.DataPath()
-	key, err := scanner.LoadOrCreateKey(dir)
-	if err != nil {
-		return nil, fmt.Errorf("bench: scanner key: %w", err)
-	}
-	return &scanner.Scanner{
-		Rules: rs,
+	sc, err := scanner.Build(scanner.Options{
 		Policy: scanner.Policy{
 			Actions:           map[string]scanner.Action{},
 			NoDefaultBindings: s.NoDefaultBindings,
 			ForwardOversize:   s.OnOversize == config.OnOversizeForward,
 		},
-		Key:          key,
+		DataDir:      cfg.DataPath(),
+		CreateKey:    true,
 		MaxBodyBytes: int64(s.MaxBodyBytes),
 		DecodeDepth:  s.DecodeDepth,
 		Timeout:      time.Duration(s.Timeout),
-		Canaries:     &scanner.CanaryStore{Dir: dir, Key: key},
-	}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: scanner: %w", err)
+	}
+	return sc, nil
 }
 
 func withoutLoopback(ps []netip.Prefix) []netip.Prefix {
