@@ -195,7 +195,9 @@ var reasonOrder = []struct{ kind, reason string }{
 	{KindCanary, "canary-detected"},
 	{KindPhantom, "phantom-misuse"},
 	{KindSecret, "secret-detected"},
+	{KindExfilHost, "exfil-hostname"},
 	{KindExfilLink, "exfil-link"},
+	{KindInjection, "prompt-injection"},
 	{KindOversize, "body-too-large"},
 }
 
@@ -258,6 +260,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	found = append(found, s.detect(segs, found)...)
 	found = s.withCanaries(segs, found)
 	found = s.withPhantoms(req, segs, found)
 	if req.Allowed != nil {
@@ -426,6 +429,7 @@ func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Fin
 	if err != nil {
 		return nil, err
 	}
+	found = append(found, s.detect(segs, found)...)
 	found = s.withCanaries(segs, found)
 	found = s.withPhantoms(nil, segs, found)
 	res := &Result{}
