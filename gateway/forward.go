@@ -38,6 +38,9 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
 		return
 	}
+	if !g.scanHost(w, r, id, d, rawHost, host, port) {
+		return
+	}
 	ok, done := g.scan(w, r, id, host, port)
 	defer done()
 	if !ok {

@@ -189,6 +189,10 @@ func findingReason(f scanner.Finding) string {
 		return "exfil-link"
 	case scanner.KindOversize:
 		return "body-too-large"
+	case scanner.KindInjection:
+		return "prompt-injection"
+	case scanner.KindExfilHost:
+		return ReasonExfilHostname
 	}
 	return "secret-detected"
 }

@@ -372,3 +372,10 @@ func (s *recordingSink) has(reason string) bool {
 	}
 	return false
 }
+
+// snapshot returns a copy of the events so far.
+func (s *recordingSink) snapshot() []gateway.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]gateway.Event(nil), s.events...)
+}

@@ -48,7 +48,9 @@ func (s *Scanner) ScanHost(ctx context.Context, tenant, host string, wildcardLab
 	}
 	wl := labels[:wildcardLabels]
 	data := strings.Join(wl, ".")
-	safe := mask(data) + "." + strings.Join(labels[wildcardLabels:], ".")
+	// The wildcard part is the evidence and may be the secret: it is masked
+	// whole, not even a prefix shown.
+	safe := fmt.Sprintf("[REDACTED %d].", len(data)) + strings.Join(labels[wildcardLabels:], ".")
 
 	var found []Finding
 	add := func(why string) {
@@ -86,8 +88,10 @@ func (s *Scanner) ScanHost(ctx context.Context, tenant, host string, wildcardLab
 		return nil, err
 	}
 	for _, f := range inner.Findings {
-		if f.Kind == KindExfilLink {
-			continue // the entropy of a URL query: not ours to judge here
+		if f.Kind == KindExfilLink || f.Rule == genericRule {
+			// URL entropy is not ours to judge here, and the generic
+			// keyword rule reads the decoded labels' noise as keys.
+			continue
 		}
 		f.Where, f.Host = "host", safe
 		f.Snippet = f.Rule + " in the host name: " + safe
