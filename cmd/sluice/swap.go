@@ -56,6 +56,12 @@ func (h *scannerHolder) Scan(ctx context.Context, req *scanner.Request) (*scanne
 	return h.cur.Load().Scan(ctx, req)
 }
 
+var _ gateway.HostScanner = (*scannerHolder)(nil)
+
+func (h *scannerHolder) ScanHost(ctx context.Context, tenant, host string, wildcardLabels int) (*scanner.Result, error) {
+	return h.cur.Load().ScanHost(ctx, tenant, host, wildcardLabels)
+}
+
 // Current returns the scanner in use (the gateway reads its body limit for
 // WebSocket messages through it).
 func (h *scannerHolder) Current() *scanner.Scanner { return h.cur.Load() }
