@@ -9,16 +9,27 @@ import (
 
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
+// base58Index maps an ASCII byte to its base58 digit, -1 when it is none.
+var base58Index = func() (t [128]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i := 0; i < len(base58Alphabet); i++ {
+		t[base58Alphabet[i]] = int8(i)
+	}
+	return t
+}()
+
 // base58Check decodes Bitcoin's base58check: the payload (version byte(s)
 // included) when the trailing four bytes are its double-SHA-256 checksum.
 func base58Check(s string) ([]byte, bool) {
 	n := new(big.Int)
 	radix := big.NewInt(58)
 	for i := 0; i < len(s); i++ {
-		d := strings.IndexByte(base58Alphabet, s[i])
-		if d < 0 {
+		if s[i] >= 128 || base58Index[s[i]] < 0 {
 			return nil, false
 		}
+		d := int(base58Index[s[i]])
 		n.Mul(n, radix)
 		n.Add(n, big.NewInt(int64(d)))
 	}

@@ -8,7 +8,7 @@ import (
 
 // cardRE finds 13 to 19 digits, optionally in groups split by single spaces
 // or dashes, not inside a longer run of digits or word characters.
-var cardRE = regexp.MustCompile(`(?:^|[^0-9A-Za-z_.\-])((?:\d[ -]?){12,18}\d)(?:$|[^0-9A-Za-z_\-]|\.(?:$|\D))`)
+var cardRE = regexp.MustCompile(`(?:^|[^0-9A-Za-z_.\-])((?:\d[ -]?){12,18}\d)(?:$|[^0-9A-Za-z_.\-]|\.(?:$|\D))`)
 
 // detectCards reports payment card numbers: the Luhn check digit, an
 // issuer's prefix and a length that issuer uses. Separators must be
@@ -26,7 +26,7 @@ func detectCards(text string, emit func(Finding)) {
 		if len(digits) < 13 || len(digits) > 19 || !luhn(digits) || !cardIssuer(digits) || repetitive(digits) {
 			continue
 		}
-		emit(secretFinding(RulePaymentCard, text, raw))
+		emit(secretAt(RulePaymentCard, text, m[2], m[3]))
 	}
 }
 

@@ -11,13 +11,7 @@ import (
 )
 
 var (
-	wifRE     = regexp.MustCompile(`(?:^|[^1-9A-Za-z])([59KLc][1-9A-HJ-NP-Za-km-z]{50,51})(?:$|[^1-9A-Za-z])`)
-	xprvRE    = regexp.MustCompile(`(?:^|[^1-9A-Za-z])([xtyzuv]prv[1-9A-HJ-NP-Za-km-z]{100,112})(?:$|[^1-9A-Za-z])`)
-	btcRE     = regexp.MustCompile(`(?:^|[^1-9A-Za-z])([123mn][1-9A-HJ-NP-Za-km-z]{25,34})(?:$|[^1-9A-Za-z])`)
-	bech32RE  = regexp.MustCompile(`(?i)(?:^|[^0-9a-z])((?:bc|tb)1[02-9ac-hj-np-z]{11,87})(?:$|[^0-9a-z])`)
-	ethRE     = regexp.MustCompile(`(?:^|[^0-9A-Za-z])(0x[0-9a-fA-F]{40})(?:$|[^0-9A-Za-z])`)
-	hexKeyRE  = regexp.MustCompile(`(?i)(?:priv(?:ate)?[ _.-]?key|privkey|secret[ _.-]?key|signing[ _.-]?key|wallet[ _.-]?key|eth(?:ereum)?[ _.-]?key|key[ _.-]?hex)["'\s]{0,3}(?:[:=]|=>)?["'\s]{0,3}(?:0x)?([0-9a-fA-F]{64})(?:$|[^0-9A-Za-z])`)
-	wordRunRE = regexp.MustCompile(`[a-z]{3,8}(?:[ \t\r\n]+[a-z]{3,8}){11,}`)
+	hexKeyRE = regexp.MustCompile(`(?i)(?:priv(?:ate)?[ _.-]?key|privkey|secret[ _.-]?key|signing[ _.-]?key|wallet[ _.-]?key|eth(?:ereum)?[ _.-]?key|key[ _.-]?hex)["'\s]{0,3}(?:[:=]|=>)?["'\s]{0,3}(?:0x)?([0-9a-fA-F]{64})(?:$|[^0-9A-Za-z])`)
 )
 
 // extended private key versions (BIP-32, and SLIP-132's y/z/u/v variants).
@@ -30,44 +24,139 @@ var xprvVersions = map[[4]byte]bool{
 	{0x04, 0x5f, 0x18, 0xbc}: true, // vprv
 }
 
-// detectCrypto reports cryptocurrency private keys (WIF, extended keys,
-// BIP-39 phrases, hex keys named as such) and addresses, each only when its
-// checksum holds.
+// detectCrypto reports cryptocurrency private keys (WIF, extended keys, hex
+// keys named as such) and addresses, each only when its checksum holds.
 func detectCrypto(text string, emit func(Finding)) {
 	each := func(re *regexp.Regexp, fn func(v string) (string, bool)) {
 		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
 			v := text[m[2]:m[3]]
 			if rule, ok := fn(v); ok {
-				emit(secretFinding(rule, text, v))
+				emit(secretAt(rule, text, m[2], m[3]))
 			}
 		}
 	}
-	each(wifRE, func(v string) (string, bool) {
-		p, ok := base58Check(v)
-		if !ok || p[0] != 0x80 && p[0] != 0xef {
-			return "", false
+	eachBase58Token(text, func(start, end int) {
+		v := text[start:end]
+		n := len(v)
+		wif := (n == 51 || n == 52) && strings.IndexByte("59KLc", v[0]) >= 0
+		xprv := n >= 104 && v[1:4] == "prv"
+		addr := n <= 35 && strings.IndexByte("13mn2", v[0]) >= 0
+		if !wif && !xprv && !addr {
+			return // decoding is dear: only the shapes of keys and addresses
 		}
-		return RuleWIF, len(p) == 33 || len(p) == 34 && p[33] == 0x01
-	})
-	each(xprvRE, func(v string) (string, bool) {
 		p, ok := base58Check(v)
-		return RuleXPRV, ok && len(p) == 78 && xprvVersions[[4]byte(p[:4])] && p[45] == 0
+		if !ok {
+			return
+		}
+		rule := ""
+		switch {
+		case wif && (p[0] == 0x80 || p[0] == 0xef) && (len(p) == 33 || len(p) == 34 && p[33] == 0x01):
+			rule = RuleWIF
+		case xprv && len(p) == 78 && xprvVersions[[4]byte(p[:4])] && p[45] == 0:
+			rule = RuleXPRV
+		case addr && len(p) == 21 && (p[0] == 0x00 || p[0] == 0x05 || p[0] == 0x6f || p[0] == 0xc4):
+			rule = RuleCryptoAddress
+		default:
+			return
+		}
+		emit(secretAt(rule, text, start, end))
 	})
-	each(btcRE, func(v string) (string, bool) {
-		p, ok := base58Check(v)
-		return RuleCryptoAddress, ok && len(p) == 21 && (p[0] == 0x00 || p[0] == 0x05 || p[0] == 0x6f || p[0] == 0xc4)
-	})
-	each(bech32RE, func(v string) (string, bool) {
+	eachWordAfter(text, []string{"bc1", "tb1", "BC1", "TB1"}, func(start, end int) {
+		v := text[start:end]
 		lv := strings.ToLower(v)
-		return RuleCryptoAddress, (v == lv || v == strings.ToUpper(v)) && bech32Valid(lv)
+		if end-start >= 14 && end-start <= 90 && (v == lv || v == strings.ToUpper(v)) && bech32Valid(lv) {
+			emit(secretAt(RuleCryptoAddress, text, start, end))
+		}
 	})
-	each(ethRE, func(v string) (string, bool) { return RuleCryptoAddress, eip55(v[2:]) })
-	each(hexKeyRE, func(v string) (string, bool) { return RuleHexPrivateKey, !repetitive(strings.ToLower(v)) })
-	for _, m := range wordRunRE.FindAllStringIndex(text, -1) {
-		for _, p := range mnemonics(text[m[0]:m[1]]) {
-			emit(secretFinding(RuleMnemonic, text, p))
+	eachWordAfter(text, []string{"0x", "0X"}, func(start, end int) {
+		if end-start == 42 && isHexStr(text[start+2:end]) && eip55(text[start+2:end]) {
+			emit(secretAt(RuleCryptoAddress, text, start, end))
+		}
+	})
+	if containsAny(text, "key", "Key", "KEY") && hasHexRun(text, 64) {
+		each(hexKeyRE, func(v string) (string, bool) { return RuleHexPrivateKey, !repetitive(strings.ToLower(v)) })
+	}
+}
+
+// detectMnemonic reports BIP-39 phrases with a valid checksum.
+func detectMnemonic(text string, emit func(Finding)) {
+	for _, p := range mnemonics(text) {
+		emit(secretFinding(RuleMnemonic, text, p))
+	}
+}
+
+// containsAny reports whether s holds one of the substrings.
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
 		}
 	}
+	return false
+}
+
+// eachBase58Token calls fn for every word of 26 to 112 letters and digits
+// that are all base58 digits: the lengths of addresses, WIF and extended
+// keys. A word is a maximal run of ASCII letters and digits.
+func eachBase58Token(s string, fn func(start, end int)) {
+	for i := 0; i < len(s); {
+		if !isAlnum(s[i]) {
+			i++
+			continue
+		}
+		j, ok := i, true
+		for j < len(s) && isAlnum(s[j]) {
+			if base58Index[s[j]] < 0 {
+				ok = false
+			}
+			j++
+		}
+		if ok && j-i >= 26 && j-i <= 112 {
+			fn(i, j)
+		}
+		i = j
+	}
+}
+
+// eachWordAfter calls fn for every word (a maximal run of ASCII letters
+// and digits) that starts with one of the prefixes.
+func eachWordAfter(s string, prefixes []string, fn func(start, end int)) {
+	for _, p := range prefixes {
+		for off := 0; ; {
+			i := strings.Index(s[off:], p)
+			if i < 0 {
+				break
+			}
+			start := off + i
+			end := start + len(p)
+			for end < len(s) && isAlnum(s[end]) {
+				end++
+			}
+			if start == 0 || !isAlnum(s[start-1]) {
+				fn(start, end)
+			}
+			off = end
+		}
+	}
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+}
+
+// hasHexRun reports a run of n hex digits.
+func hasHexRun(s string, n int) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' {
+			if run++; run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
 
 // eip55 reports whether the 40 hex digits are an Ethereum address as
@@ -109,35 +198,55 @@ func bip39Words() map[string]int {
 	return bip39Index
 }
 
-// mnemonics returns the BIP-39 phrases within a run of words: 12, 15, 18,
-// 21 or 24 consecutive wordlist words whose last bits are the checksum of
-// the entropy before them. The longest phrase at a position wins.
-func mnemonics(run string) []string {
+// mnemonics returns the BIP-39 phrases in text: 12, 15, 18, 21 or 24
+// consecutive wordlist words, split by white space only, whose last bits
+// are the checksum of the entropy before them. The longest phrase at a
+// position wins.
+func mnemonics(text string) []string {
 	idx := bip39Words()
-	fields := strings.Fields(run)
 	var out []string
-	for i := 0; i+12 <= len(fields); {
-		n := 0
-		for i+n < len(fields) && n < 24 {
-			if _, ok := idx[fields[i+n]]; !ok {
-				break
+	var run []string // wordlist words in a row
+	flush := func() {
+		for i := 0; i+12 <= len(run); {
+			found := 0
+			for _, l := range []int{24, 21, 18, 15, 12} {
+				if i+l <= len(run) && bip39Checksum(idx, run[i:i+l]) {
+					found = l
+					break
+				}
 			}
-			n++
-		}
-		found := 0
-		for _, l := range []int{24, 21, 18, 15, 12} {
-			if l <= n && bip39Checksum(idx, fields[i:i+l]) {
-				found = l
-				break
+			if found == 0 {
+				i++
+				continue
 			}
+			out = append(out, strings.Join(run[i:i+found], " "))
+			i += found
 		}
-		if found == 0 {
+		run = run[:0]
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < 'a' || c > 'z' {
+			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				flush()
+			}
 			i++
 			continue
 		}
-		out = append(out, strings.Join(fields[i:i+found], " "))
-		i += found
+		j := i
+		for j < len(text) && text[j] >= 'a' && text[j] <= 'z' {
+			j++
+		}
+		w := text[i:j]
+		_, ok := idx[w]
+		if !ok || j < len(text) && text[j] >= 0x80 {
+			flush()
+		} else {
+			run = append(run, w)
+		}
+		i = j
 	}
+	flush()
 	return out
 }
 

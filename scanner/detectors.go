@@ -47,20 +47,22 @@ var detectorDefaults = map[string]Action{
 // it to some texts.
 type detector struct {
 	name    string
+	needs   uint32 // features (prefilter.go) of which a text must hold one; 0: any text
 	applies func(g *segment) bool
 	fn      func(text string, emit func(Finding))
 }
 
 // detectors run over every segment, after the rule engine.
 var detectors = []detector{
-	{name: "cards", fn: detectCards},
-	{name: "iban", fn: detectIBAN},
-	{name: "crypto", fn: detectCrypto},
-	{name: "env", applies: func(g *segment) bool { return g.body }, fn: detectEnv},
-	{name: "keyshape", fn: detectKeyShapes},
-	{name: "jwt", fn: detectJWT},
+	{name: "cards", needs: fCardDigits, fn: detectCards},
+	{name: "iban", needs: fIBAN, fn: detectIBAN},
+	{name: "crypto", needs: fBase58 | fEth | fBech32 | fKeyWord, fn: detectCrypto},
+	{name: "mnemonic", needs: fWords, fn: detectMnemonic},
+	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
+	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
+	{name: "jwt", needs: fJWT, fn: detectJWT},
 	{name: "path-entropy", applies: func(g *segment) bool { return g.where == "url" && g.depth == 0 }, fn: detectPathEntropy},
-	{name: "evasion", applies: func(g *segment) bool { return g.depth == 0 }, fn: detectEvasion},
+	{name: "evasion", needs: fPercent | fDelimHex, applies: func(g *segment) bool { return g.depth == 0 }, fn: detectEvasion},
 	{name: "injection", applies: agentMessage, fn: detectInjection},
 }
 
@@ -68,16 +70,23 @@ var detectors = []detector{
 // of the rule engine already holds in the same place is left to that
 // finding: its rule is the more specific one (and may be bound).
 func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
+	byWhere := map[string][]string{} // the rule engine's secrets by place
+	for _, o := range found {
+		if o.secret != "" && o.Rule != genericRule {
+			byWhere[o.Where] = append(byWhere[o.Where], string(o.secret))
+		}
+	}
 	var out []Finding
 	seen := map[string]bool{}
 	for _, g := range segs {
+		feats := features(g.text)
 		for _, d := range detectors {
-			if d.applies != nil && !d.applies(g) {
+			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
 				continue
 			}
 			d.fn(g.text, func(f Finding) {
 				f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
-				if covered(f, found) {
+				if covered(string(f.secret), byWhere[f.Where]) {
 					return
 				}
 				key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
@@ -96,17 +105,13 @@ func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
 // so it does not stand in for a specific detector's finding.
 const genericRule = "generic-api-key"
 
-// covered reports whether a rule-engine finding at f's place holds f's
-// secret or is held by it.
-func covered(f Finding, found []Finding) bool {
-	if f.secret == "" {
+// covered reports whether one of the secrets holds secret or is held by it.
+func covered(secret string, secrets []string) bool {
+	if secret == "" {
 		return false
 	}
-	for _, o := range found {
-		if o.Where != f.Where || o.secret == "" || o.Rule == genericRule {
-			continue
-		}
-		if strings.Contains(string(o.secret), string(f.secret)) || strings.Contains(string(f.secret), string(o.secret)) {
+	for _, o := range secrets {
+		if strings.Contains(o, secret) || strings.Contains(secret, o) {
 			return true
 		}
 	}
@@ -118,3 +123,14 @@ func secretFinding(rule, text, value string) Finding {
 	return Finding{Kind: KindSecret, Rule: rule, secret: secretText(value),
 		Snippet: strings.TrimSpace(snippet(text, value))}
 }
+
+// secretAt is a KindSecret finding of rule for text[start:end], its
+// snippet cut from around it without searching the text again.
+func secretAt(rule, text string, start, end int) Finding {
+	a, b := max(0, start-snippetContext), min(len(text), end+snippetContext)
+	return secretFinding(rule, text[a:b], text[start:end])
+}
+
+// snippetContext is how much text around a secret a snippet shows, as
+// snippet does.
+const snippetContext = 24

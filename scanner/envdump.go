@@ -1,18 +1,14 @@
 package scanner
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"unicode"
 )
 
-var (
-	// assignRE is one NAME=value or name: value line (.env, shell export,
-	// YAML, INI, and the "key: value" form JSON values are scanned in).
-	assignRE = regexp.MustCompile(`(?m)^[ \t]*(?:export[ \t]+)?["']?([A-Za-z_][A-Za-z0-9_.\-]{0,80})["']?[ \t]*(?:=|:)[ \t]*(.*?)[ \t\r]*$`)
-	// connRE is a URL with a password in its user info (postgres://u:p@h).
-	connRE = regexp.MustCompile(`\b([a-zA-Z][a-zA-Z0-9+.\-]{1,20})://([^\s:/@"'<>]{1,64}):([^\s@/"'<>]{1,128})@[^\s/"'<>?#:]+`)
-)
+// connRE is a URL with a password in its user info (postgres://u:p@h).
+var connRE = regexp.MustCompile(`\b([a-zA-Z][a-zA-Z0-9+.\-]{1,20})://([^\s:/@"'<>]{1,64}):([^\s@/"'<>]{1,128})@[^\s/"'<>?#:]+`)
 
 // secretWords make a name say secret wherever they stand in it.
 var secretWords = map[string]bool{
@@ -49,25 +45,47 @@ var notSecretParts = map[string]bool{
 // says secret (NAME=value, name: value) and connection strings with a
 // password. Placeholders and references are not secrets.
 func detectEnv(text string, emit func(Finding)) {
-	if strings.ContainsAny(text, "=:") {
-		for _, m := range assignRE.FindAllStringSubmatchIndex(text, -1) {
-			name := text[m[2]:m[3]]
-			v := trimValue(text[m[4]:m[5]])
-			if !secretName(name) || !secretValue(v) {
-				continue
-			}
-			emit(secretFinding(RuleEnvSecret, text, v))
+	for line := range strings.SplitSeq(text, "\n") {
+		name, v, ok := assignment(line)
+		if !ok || !secretName(name) {
+			continue
+		}
+		if v = trimValue(v); secretValue(v) {
+			emit(secretFinding(RuleEnvSecret, line, v))
 		}
 	}
-	if strings.Contains(text, "://") {
+	if strings.Contains(text, "://") && strings.Contains(text, "@") {
 		for _, m := range connRE.FindAllStringSubmatchIndex(text, -1) {
 			pass := text[m[6]:m[7]]
 			if placeholder(pass) || len(pass) < 3 {
 				continue
 			}
-			emit(secretFinding(RuleConnectionString, text, text[m[0]:m[1]]))
+			emit(secretAt(RuleConnectionString, text, m[0], m[1]))
 		}
 	}
+}
+
+// assignment splits one line of the forms NAME=value, export NAME=value,
+// name: value and "name": value (optionally indented).
+func assignment(line string) (name, value string, ok bool) {
+	s := strings.TrimLeft(line, " \t")
+	s = strings.TrimPrefix(s, "export ")
+	i := strings.IndexAny(s, "=:")
+	if i <= 0 || i > 84 {
+		return "", "", false
+	}
+	name = strings.TrimRight(s[:i], " \t")
+	name = strings.Trim(name, `"'`)
+	if name == "" || !(name[0] == '_' || name[0] >= 'A' && name[0] <= 'Z' || name[0] >= 'a' && name[0] <= 'z') {
+		return "", "", false
+	}
+	for j := 1; j < len(name); j++ {
+		c := name[j]
+		if !(c == '_' || c == '.' || c == '-' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return "", "", false
+		}
+	}
+	return name, strings.TrimRight(s[i+1:], " \t\r"), true
 }
 
 // trimValue strips quotes and a trailing comma from an assigned value.
@@ -110,6 +128,9 @@ func nameParts(name string) []string {
 // the word anywhere; other names must end in it (password, apiKey,
 // client_secret), since "key" and "token" mean many things in data.
 func secretName(name string) bool {
+	if !mentionsSecret(name) {
+		return false
+	}
 	parts := nameParts(name)
 	if len(parts) == 0 {
 		return false
@@ -138,6 +159,25 @@ func secretName(name string) bool {
 		return true
 	case "key", "token":
 		return keyQualifiers[prev]
+	}
+	return false
+}
+
+// mentionsSecret is secretName's cheap first test: the name holds one of
+// the words, in any case.
+func mentionsSecret(name string) bool {
+	var buf [96]byte
+	if len(name) > len(buf) {
+		return false
+	}
+	l := buf[:len(name)]
+	for i := 0; i < len(name); i++ {
+		l[i] = name[i] | 0x20 // ASCII letters to lower case; the rest does not matter here
+	}
+	for _, w := range []string{"secret", "token", "pass", "pwd", "credential", "key", "auth", "pat"} {
+		if bytes.Contains(l, []byte(w)) {
+			return true
+		}
 	}
 	return false
 }
@@ -186,7 +226,7 @@ func placeholder(v string) bool {
 	if strings.Trim(l, "x*.0#-_•") == "" {
 		return true
 	}
-	if strings.Contains(l, "xxxx") || strings.Contains(l, "****") {
+	if strings.Contains(l, "xxxxxx") || strings.Contains(l, "******") { // "ghp_xxxxxxxx", "sk-****…"
 		return true
 	}
 	for _, p := range []string{"${", "$(", "{{", "<", "%(", "%s", "[[", "@@"} {

@@ -21,11 +21,14 @@ var (
 // delimited hex bytes (MAC addresses and fingerprints are short or binary).
 func detectEvasion(text string, emit func(Finding)) {
 	if strings.Contains(text, "%2525") {
-		for _, v := range deepPercentRE.FindAllString(text, -1) {
-			f := secretFinding(RuleMultiEncoded, text, v)
+		for _, m := range deepPercentRE.FindAllStringIndex(text, -1) {
+			f := secretAt(RuleMultiEncoded, text, m[0], m[1])
 			f.Snippet = "percent-encoded three or more times: " + f.Snippet
 			emit(f)
 		}
+	}
+	if !delimitedHexStart(text) {
+		return
 	}
 	for _, m := range delimitedHexRE.FindAllStringSubmatchIndex(text, -1) {
 		v := text[m[0]:m[1]]
@@ -34,10 +37,23 @@ func detectEvasion(text string, emit func(Finding)) {
 		if err != nil || !printableASCII(b) || strings.Count(v, sep) != len(b)-1 {
 			continue
 		}
-		f := secretFinding(RuleMultiEncoded, text, v)
+		f := secretAt(RuleMultiEncoded, text, m[0], m[1])
 		f.Snippet = "text as delimited hex: " + f.Snippet
 		emit(f)
 	}
+}
+
+// delimitedHexStart reports three hex bytes split by the same delimiter
+// somewhere in s: the cheap test before delimitedHexRE.
+func delimitedHexStart(s string) bool {
+	for i := 0; i+7 < len(s); i++ {
+		d := s[i+2]
+		if (d == '-' || d == ':' || d == '.' || d == ',' || d == ' ') && s[i+5] == d &&
+			isHexStr(s[i:i+2]) && isHexStr(s[i+3:i+5]) && isHexStr(s[i+6:i+8]) {
+			return true
+		}
+	}
+	return false
 }
 
 // printableASCII reports bytes that are all printable ASCII (space to ~).

@@ -116,11 +116,16 @@ func labelData(l string) (string, []string) {
 			why = "hex"
 		}
 	}
-	if why == "" && len(l) >= 16 && base32Label(lower) {
-		if b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(l[:len(l)/8*8])); err == nil && len(b) >= 10 {
-			why = "base32"
-			if printableASCII(b) {
+	if why == "" && len(l) >= 16 {
+		if digits, ok := base32Label(lower); ok {
+			b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(l[:len(l)/8*8]))
+			switch {
+			case err != nil || len(b) < 10:
+			case printableASCII(b):
+				why = "base32"
 				decoded = append(decoded, string(b))
+			case digits >= 2:
+				why = "base32" // binary data: words do not carry base32's digits
 			}
 		}
 	}
@@ -136,20 +141,19 @@ func labelData(l string) (string, []string) {
 	return why, decoded
 }
 
-// base32Label reports a label of base32 characters with the digits 2-7
-// that base32 text carries and words do not.
-func base32Label(l string) bool {
-	digits := 0
+// base32Label reports whether a (lower-case) label is all base32
+// characters, and how many of the digits 2-7 it holds.
+func base32Label(l string) (digits int, ok bool) {
 	for i := 0; i < len(l); i++ {
 		switch c := l[i]; {
 		case c >= '2' && c <= '7':
 			digits++
 		case c >= 'a' && c <= 'z':
 		default:
-			return false
+			return 0, false
 		}
 	}
-	return digits >= 2
+	return digits, true
 }
 
 func hasLetterAndDigit(s string) bool {

@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// ibanRE finds a country code, two check digits and the account part,
-// written solid or in groups of four split by single spaces.
-var ibanRE = regexp.MustCompile(`(?:^|[^0-9A-Za-z])([A-Z]{2}\d{2}(?: ?[0-9A-Z]{4}){2,7}(?: ?[0-9A-Z]{1,4})?)(?:$|[^0-9A-Za-z])`)
+// ibanRE reads an IBAN from its start: a country code, two check digits
+// and the account part, solid or in groups of four split by single spaces.
+var ibanRE = regexp.MustCompile(`^[A-Z]{2}\d{2}(?: ?[0-9A-Z]{4}){2,7}(?: ?[0-9A-Z]{1,4})?`)
 
 // ibanLengths are the IBAN lengths by country (the SWIFT IBAN registry).
 var ibanLengths = map[string]int{
@@ -25,13 +25,25 @@ var ibanLengths = map[string]int{
 // detectIBAN reports IBANs: the country's length and the ISO 7064 mod-97
 // check (a random string passes it one time in 97).
 func detectIBAN(text string, emit func(Finding)) {
-	for _, m := range ibanRE.FindAllStringSubmatchIndex(text, -1) {
-		raw := text[m[2]:m[3]]
+	for p := 0; p+4 <= len(text); p++ {
+		if !ibanStartAt(text, p) || p > 0 && isAlnum(text[p-1]) {
+			continue
+		}
+		loc := ibanRE.FindStringIndex(text[p:min(len(text), p+42)])
+		if loc == nil {
+			continue
+		}
+		end := p + loc[1]
+		raw := text[p:end]
+		if end < len(text) && isAlnum(text[end]) {
+			continue // inside a longer word
+		}
 		iban := strings.ReplaceAll(raw, " ", "")
 		if n, ok := ibanLengths[iban[:2]]; !ok || n != len(iban) || !ibanChecksum(iban) {
 			continue
 		}
-		emit(secretFinding(RuleIBAN, text, raw))
+		emit(secretAt(RuleIBAN, text, p, end))
+		p = end
 	}
 }
 
@@ -50,4 +62,9 @@ func ibanChecksum(iban string) bool {
 		}
 	}
 	return r == 1
+}
+
+// ibanStartAt reports two capital letters and two digits at s[p:].
+func ibanStartAt(s string, p int) bool {
+	return s[p] >= 'A' && s[p] <= 'Z' && s[p+1] >= 'A' && s[p+1] <= 'Z' && s[p+2] >= '0' && s[p+2] <= '9' && s[p+3] >= '0' && s[p+3] <= '9'
 }
