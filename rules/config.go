@@ -97,9 +97,10 @@ type Scanning struct {
 	// RulePacks are extra gitleaks TOML rule packs (relative to the config
 	// file), layered over the defaults and the shipped packs.
 	RulePacks []string `yaml:"rule_packs"`
-	// Actions by detection rule id (or "secret" for every secret rule, or
-	// "exfil-image", "exfil-link", "url-entropy-query"): ScanBlock, ScanRedact
-	// or ScanAlert. Canaries always block.
+	// Actions by detection rule id (or "secret" for every secret rule,
+	// "injection" for the prompt-injection family, or "exfil-image",
+	// "exfil-link", "url-entropy-query", "exfil-hostname"): ScanBlock,
+	// ScanRedact or ScanAlert. Canaries always block.
 	Actions map[string]string `yaml:"actions"`
 	// Bindings tie credentials to their own destinations, besides the shipped
 	// ones (unless NoDefaultBindings).
