@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"regexp"
 	"strings"
@@ -181,6 +182,14 @@ func eip55(h string) bool {
 	}
 	return true
 }
+
+// bip39English is the BIP-39 English wordlist (bitcoin/bips
+// bip-0039/english.txt, CRC-32 c1dbd296), 2048 words in order, one per line,
+// as github.com/tyler-smith/go-bip39 v1.1.0 ships it (MIT licence,
+// Copyright (c) 2014-2018 Tyler Smith and contributors).
+//
+//go:embed bip39-english.txt
+var bip39English string
 
 var (
 	bip39Once  sync.Once

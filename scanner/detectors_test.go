@@ -3,6 +3,7 @@ package scanner
 import (
 	"context"
 	"encoding/base64"
+	"hash/crc32"
 	"net/http"
 	"net/url"
 	"strings"
@@ -373,5 +374,15 @@ func TestDetectorsNegative(t *testing.T) {
 	res, _ := s.Scan(context.Background(), &Request{URL: &url.URL{Path: "/resources/550e8400-e29b-41d4-a716-446655440000/details"}})
 	if len(res.Findings) != 0 {
 		t.Fatalf("uuid path:%s", dump(res.Findings))
+	}
+}
+
+// The embedded wordlist is the published one.
+func TestBIP39Wordlist(t *testing.T) {
+	if n := len(strings.Fields(bip39English)); n != 2048 {
+		t.Fatalf("%d words, want 2048", n)
+	}
+	if sum := crc32.ChecksumIEEE([]byte(bip39English)); sum != 0xc1dbd296 {
+		t.Fatalf("CRC-32 %08x, want c1dbd296 (bip-0039/english.txt)", sum)
 	}
 }
