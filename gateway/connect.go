@@ -28,6 +28,9 @@ func (g *Gateway) connect(w http.ResponseWriter, r *http.Request, id rules.Ident
 		return
 	}
 	d := g.Policy.Decide(rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect})
+	if (d.Action == rules.Passthrough || d.Action == rules.Inspect) && !g.scanHost(w, r, id, d, rawHost, host, port) {
+		return
+	}
 	switch d.Action {
 	case rules.Passthrough:
 		g.passthrough(w, r, id, d, host, port)

@@ -45,6 +45,8 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 		g.refuseBodyTimeout(w, r, id, host, port)
 	case d.Action != rules.Allow:
 		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
+	case !g.scanHost(w, r, id, d, rawHost, host, port):
+		// refused: the host's labels carry data
 	case g.scan(w, r, id, host, port):
 		g.forward(w, r, id, d, "http", host, port)
 	}

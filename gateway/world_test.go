@@ -412,3 +412,10 @@ func wsEcho(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// snapshot returns a copy of the events so far.
+func (s *recordingSink) snapshot() []incident.Incident {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]incident.Incident(nil), s.events...)
+}

@@ -29,3 +29,8 @@ func (h *Holder) Current() *Scanner { return h.cur.Load() }
 
 // Swap installs sc.
 func (h *Holder) Swap(sc *Scanner) { h.cur.Store(sc) }
+
+// ScanHost checks a host's wildcard-matched labels with the current scanner.
+func (h *Holder) ScanHost(ctx context.Context, tenant, host string, wildcardLabels int) (*Result, error) {
+	return h.cur.Load().ScanHost(ctx, tenant, host, wildcardLabels)
+}

@@ -204,9 +204,12 @@ func (p *Policy) action(tenant string, packs map[string]Action, f *Finding) Acti
 		if a, ok := m[f.Rule]; ok {
 			return a
 		}
-		if a, ok := m[f.Kind]; ok && f.Kind == KindSecret {
+		if a, ok := m[f.Kind]; ok && (f.Kind == KindSecret || f.Kind == KindInjection) {
 			return a
 		}
+	}
+	if a, ok := detectorDefaults[f.Rule]; ok {
+		return a
 	}
 	switch f.Rule {
 	case RuleExfilImage:

@@ -196,6 +196,8 @@ const (
 	ReasonSecret    = "secret-detected"
 	ReasonExfilLink = "exfil-link"
 	ReasonOversize  = "body-too-large"
+	ReasonExfilHost = "exfil-hostname"
+	ReasonInjection = "prompt-injection"
 )
 
 // reasons is the one table of the reasons findings give, by kind, strongest
@@ -204,7 +206,9 @@ var reasons = []struct{ kind, reason string }{
 	{KindCanary, ReasonCanary},
 	{KindPhantom, ReasonPhantom},
 	{KindSecret, ReasonSecret},
+	{KindExfilHost, ReasonExfilHost},
 	{KindExfilLink, ReasonExfilLink},
+	{KindInjection, ReasonInjection},
 	{KindOversize, ReasonOversize},
 }
 
@@ -278,6 +282,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	found = append(found, s.detect(segs, found)...)
 	found = s.withCanaries(segs, found)
 	found = s.withPhantoms(req, segs, found)
 	if req.Allowed != nil {
@@ -446,6 +451,7 @@ func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Fin
 	if err != nil {
 		return nil, err
 	}
+	found = append(found, s.detect(segs, found)...)
 	found = s.withCanaries(segs, found)
 	found = s.withPhantoms(nil, segs, found)
 	res := &Result{}

@@ -403,8 +403,13 @@ func TestCanaries(t *testing.T) {
 	}
 	// A stranger's value of the same shape is no canary.
 	res, err := s.Scan(context.Background(), &Request{Header: http.Header{}, Body: strings.NewReader("v=sk-" + randomString(base62, 48))})
-	if err != nil || len(res.Findings) != 0 {
-		t.Fatalf("non-canary reported: %v%s", err, dump(res.Findings))
+	if err != nil || res.Reason == "canary-detected" {
+		t.Fatalf("non-canary reported as one: %v%s", err, dump(res.Findings))
+	}
+	for _, f := range res.Findings {
+		if f.Kind == KindCanary {
+			t.Fatalf("non-canary reported as one:%s", dump(res.Findings))
+		}
 	}
 }
 

@@ -47,3 +47,5 @@ func (h *dialerHolder) setUpstream(hosts map[string]netip.Addr, extraDeny []neti
 }
 
 var _ gateway.Scanner = (*scanner.Holder)(nil)
+
+var _ gateway.HostScanner = (*scanner.Holder)(nil)
