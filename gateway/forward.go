@@ -80,6 +80,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			// Credentials for the gateway never travel on.
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
+			pr.Out.Header.Del(ProbeHeader)
 			if ws {
 				// No compression is negotiated: every frame stays readable.
 				pr.Out.Header.Del("Sec-WebSocket-Extensions")

@@ -251,6 +251,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) string
 	}
 	if r != nil {
 		e.Client = r.RemoteAddr
+		e.Probe = IsProbe(r)
 	}
 	g.logger().Info("refused", logTenant, e.Tenant, logClass, e.Class, logHost, host, logPort, port,
 		"method", method, logReason, f.reason, logClient, e.Client)

@@ -28,7 +28,7 @@ func (k *incidentSink) Emit(ctx context.Context, e incident.Incident) string {
 	if k.Metrics != nil {
 		k.Metrics.Event(e.Tenant, e.Reason, e.Action, e.Rule)
 	}
-	if k.Writer == nil || e.Tenant == "" || e.Reason == gateway.ReasonAuthRequired {
+	if k.Writer == nil || e.Tenant == "" || e.Reason == gateway.ReasonAuthRequired || e.Probe {
 		return ""
 	}
 	// Not bound to the request: a client that hangs up right after being
