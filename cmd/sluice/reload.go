@@ -301,4 +301,5 @@ func (s *Server) applyReload(cfg *config.Config) {
 		}
 	}
 	s.applyCredentials(cfg)
+	s.reloadSandbox(cfg)
 }

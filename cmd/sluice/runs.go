@@ -67,6 +67,7 @@ func (s *Server) openRuns() error {
 		Env:            func(proxy *url.URL) []string { return ca.ContainerEnv(proxy, runCAPath, runBundlePath) },
 		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.MintPhantoms(tenant, run) },
 		ForgetPhantoms: s.ForgetPhantoms,
+		Sandboxes:      s.sandboxes(),
 		Interval:       s.RunsInterval,
 		Logger:         s.Logger,
 	}

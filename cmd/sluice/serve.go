@@ -55,6 +55,8 @@ type Server struct {
 	scanner *scannerHolder
 	roots   *x509.CertPool
 	staged  *stagedReload
+	// sandbox is the resolver and the transparent listeners (dns.go).
+	sandbox sandboxNet
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -80,6 +82,7 @@ func (s *Server) Open() error {
 	defer func() {
 		if s.proxyLn == nil { // Open failed after the store opened
 			s.closeOps(context.Background())
+			s.sandbox.close()
 		}
 	}()
 	if err := s.openAlerts(); err != nil {
@@ -125,6 +128,9 @@ func (s *Server) Open() error {
 		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyReload, Logger: s.Logger}
 		s.reload.start(cfg)
 	}
+	if err := s.openSandbox(); err != nil {
+		return err
+	}
 	if err := s.openRuns(); err != nil {
 		return err
 	}
@@ -154,6 +160,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.announce()
 	errc := make(chan error, 1)
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
+	s.serveSandbox(ctx)
 	s.serveOps(ctx)
 	defer s.closeOps(context.Background())
 	if s.reload != nil {
@@ -177,6 +184,7 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	s.ops.draining.Store(true) // /readyz fails from now on
+	s.shutdownSandbox(sctx)
 	err := s.gw.Shutdown(sctx)
 	<-errc
 	s.closeOps(context.Background()) // drains the incident writer
@@ -199,6 +207,7 @@ func (s *Server) announce() {
 	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
+	s.announceSandbox(w)
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")
