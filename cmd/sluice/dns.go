@@ -258,4 +258,3 @@ func (l scannerLabels) ScanName(name string) []sandboxdns.Finding {
 	}
 	return out
 }
-
