@@ -208,6 +208,7 @@ type refusal struct {
 // refuse answers with the status and Sluice-Reason, records the event and
 // logs it. The body is one line of text.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
+	setProbeProof(w, r, f.reason)
 	writeRefusal(w, f.status, f.reason, g.record(r.Context(), r, f), f.msg)
 }
 

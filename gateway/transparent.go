@@ -52,6 +52,9 @@ type Transparent struct {
 	// TLSPort and HTTPPort are the ports the redirected connections were made to,
 	// which the policy decides on; zero: 443 and 80.
 	TLSPort, HTTPPort int
+	// ProbeKey returns the key that proves the gateway's refusals to the doctor in a
+	// sandbox of tenant (internal/probetag.KeyFromCA of its CA); nil: no proofs.
+	ProbeKey func(tenant string) []byte
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
@@ -244,6 +247,7 @@ func (t *Transparent) refuseTLS(r *http.Request, client net.Conn, id rules.Ident
 		ErrorLog:          discardLog,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			answered.Store(true)
+			req = req.WithContext(withProbeKey(req.Context(), t.probeKey(id.Tenant)))
 			req.RemoteAddr = r.RemoteAddr
 			f.path = req.URL.Path
 			g.refuse(w, req, f) // Connection: close: one answer, then the end
@@ -288,6 +292,7 @@ func (t *Transparent) plain(w http.ResponseWriter, r *http.Request) {
 	g := t.Gateway
 	port := t.httpPort()
 	id, ok := t.lookup(r.RemoteAddr)
+	r = r.WithContext(withProbeKey(r.Context(), t.probeKey(id.Tenant)))
 	if !ok {
 		g.refuse(w, r, refusal{status: http.StatusForbidden, reason: ReasonUnknownSource, port: port,
 			msg: "this address is no registered sandbox: give the run its sandbox_addr"})
@@ -315,4 +320,11 @@ func (t *Transparent) plain(w http.ResponseWriter, r *http.Request) {
 	r.URL.Scheme = "http"
 	r.URL.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	g.plain(w, r, id)
+}
+
+func (t *Transparent) probeKey(tenant string) []byte {
+	if t.ProbeKey == nil || tenant == "" {
+		return nil
+	}
+	return t.ProbeKey(tenant)
 }
