@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/probetag"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/sandboxdns"
@@ -226,7 +228,9 @@ func (d dnsEvents) Emit(ctx context.Context, e sandboxdns.Event) {
 	}
 	in := incident.Incident{Time: e.Time, Tenant: e.Tenant, Class: e.Class, Run: e.Run,
 		Kind: e.Kind, Reason: e.Reason, Action: e.Action, Host: e.Host, Port: 53,
-		Method: e.QType, Client: e.Client, Rule: e.Rule}
+		Method: e.QType, Client: e.Client, Rule: e.Rule,
+		// The doctor's names: counted, not stored (a name is no secret to tag).
+		Probe: strings.HasPrefix(e.Host, probetag.DNSLabel) && e.Reason != sandboxdns.ReasonDataInName}
 	if e.Suppressed > 0 {
 		in.Snippet = strconv.FormatInt(e.Suppressed, 10) + " earlier refusals of this source not recorded"
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/internal/probetag"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -24,6 +25,13 @@ func (s *Server) openTransparent() error {
 			id, ok := sn.table.Lookup(a)
 			return rules.Identity{Tenant: id.Tenant, Class: id.Class, Run: id.Run}, ok
 		}),
+		ProbeKey: func(tenant string) []byte {
+			a, err := s.cas.Authority(tenant)
+			if err != nil {
+				return nil
+			}
+			return probetag.KeyFromCA(a.Certificate().Raw)
+		},
 	}
 	var err error
 	if cfg.Listen.TransparentTLS != "" {
