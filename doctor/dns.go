@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"strings"
@@ -22,7 +24,12 @@ func (d Doctor) gatewayName() string {
 // probeName is a fresh name under the denied host, tagged for the resolver's events:
 // no cache anywhere has seen it, so an answer means a lookup.
 func (d Doctor) probeName() string {
-	return probetag.DNSLabel + probetag.NewNonce()[:8] + "." + strings.TrimSuffix(d.denied(), ".")
+	// Digits only: a label that switched between letters and digits could look like
+	// data to the resolver, which would then record it as an incident.
+	var b [4]byte
+	rand.Read(b[:])
+	n := binary.BigEndian.Uint32(b[:]) % 1000000
+	return fmt.Sprintf("%s%06d.%s", probetag.DNSLabel, n, strings.TrimSuffix(d.denied(), "."))
 }
 
 // resolvers proves the sandbox's resolvers: the default one is Sluice (it answers a

@@ -131,7 +131,7 @@ func (p Probe) OK() bool { return p.Verdict == Pass }
 func (p Probe) Required() bool { return p.Verdict != Info }
 
 func (p Probe) String() string {
-	return fmt.Sprintf("%-12s %-44s %s", p.Verdict, p.Name, p.Detail)
+	return fmt.Sprintf("%s  %-40s %s", p.Verdict, p.Name, p.Detail)
 }
 
 // Proven reports whether every required probe of ps passed, and how many did not.

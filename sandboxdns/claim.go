@@ -22,7 +22,7 @@ func (t *Table) Claim(p netip.Prefix, id Identity) error {
 		if !e.prefix.Overlaps(p) || e.id == id {
 			continue
 		}
-		if e.id.Run == "" && e.id.Tenant == id.Tenant && e.prefix.Bits() <= p.Bits() {
+		if e.id.Run == "" && e.id.Tenant == id.Tenant && e.prefix.Bits() < p.Bits() {
 			continue
 		}
 		owner := "tenant " + e.id.Tenant
