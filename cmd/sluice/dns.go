@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -109,8 +110,15 @@ func staticSources(cfg *config.Config) map[netip.Prefix]sandboxdns.Identity {
 }
 
 // reloadSandbox applies a reloaded config's dns.sources; listeners and the resolver's
-// settings need a restart.
-func (s *Server) reloadSandbox(cfg *config.Config) { s.sandbox.table.SetStatic(staticSources(cfg)) }
+// other settings need a restart, which it says.
+func (s *Server) reloadSandbox(cfg *config.Config) {
+	s.sandbox.table.SetStatic(staticSources(cfg))
+	was, now := s.Config.DNS, cfg.DNS
+	was.Sources, now.Sources = nil, nil
+	if !reflect.DeepEqual(was, now) {
+		s.Logger.Warn("policy reloaded, but these settings apply only after a restart", "keys", []string{"dns (but dns.sources)"})
+	}
+}
 
 // serveSandbox serves the resolver and the transparent listeners until ctx ends.
 func (s *Server) serveSandbox(ctx context.Context) {

@@ -17,6 +17,8 @@ type incidentSink struct {
 	Writer  *store.Writer
 	Metrics *dashboard.Metrics
 	Logger  *slog.Logger
+
+	probes probeBudget // doctor probes left unstored (probes.go)
 }
 
 var _ gateway.EventSink = (*incidentSink)(nil)
@@ -28,7 +30,7 @@ func (k *incidentSink) Emit(ctx context.Context, e incident.Incident) string {
 	if k.Metrics != nil {
 		k.Metrics.Event(e.Tenant, e.Reason, e.Action, e.Rule)
 	}
-	if k.Writer == nil || e.Tenant == "" || e.Reason == gateway.ReasonAuthRequired || e.Probe {
+	if k.Writer == nil || e.Tenant == "" || e.Reason == gateway.ReasonAuthRequired || (e.Probe && k.probes.skip(e.Tenant)) {
 		return ""
 	}
 	// Not bound to the request: a client that hangs up right after being
