@@ -50,6 +50,8 @@ type Config struct {
 	Alerts Alerts `yaml:"alerts"`
 	// Dashboard configures the dashboard's users and sessions.
 	Dashboard Dashboard `yaml:"dashboard"`
+	// DNS configures the sandboxes' resolver and their source addresses (dns.go).
+	DNS DNS `yaml:"dns"`
 	// Tenants by name. No tenants means nobody is let through.
 	Tenants map[string]*Tenant `yaml:"tenants"`
 
@@ -68,6 +70,12 @@ type Listen struct {
 	Proxy string `yaml:"proxy"`
 	// Admin is the dashboard and API listener; default DefaultAdminAddr.
 	Admin string `yaml:"admin"`
+	// DNS is the sandboxes' resolver (UDP and TCP); "" is off (see dns.go).
+	DNS string `yaml:"dns"`
+	// TransparentHTTP and TransparentTLS take sandbox connections redirected to the
+	// gateway (ports 80 and 443), identified by source address; "" is off.
+	TransparentHTTP string `yaml:"transparent_http"`
+	TransparentTLS  string `yaml:"transparent_tls"`
 }
 
 // Upstream configures how the gateway reaches upstream servers.

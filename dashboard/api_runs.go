@@ -74,6 +74,10 @@ type runBody struct {
 	RepoRemote string            `json:"repo_remote"`
 	Manifests  map[string]string `json:"manifests"`
 	Extras     []rules.Entry     `json:"extras"`
+	// SandboxAddr or SandboxNetwork: where the run's sandbox is, for the resolver and
+	// the transparent listeners (runs.ParseSandbox).
+	SandboxAddr    string `json:"sandbox_addr"`
+	SandboxNetwork string `json:"sandbox_network"`
 }
 
 func (a *api) createRun(w http.ResponseWriter, r *http.Request) {
@@ -137,8 +141,12 @@ func (b runBody) request(p Principal) (runs.Request, error) {
 			return runs.Request{}, fmt.Errorf("%w: manifest path %q: want a relative path such as svc/package.json", ErrInvalid, path)
 		}
 	}
+	sandbox, err := runs.ParseSandbox(b.SandboxAddr, b.SandboxNetwork)
+	if err != nil {
+		return runs.Request{}, err
+	}
 	return runs.Request{Tenant: b.Tenant, Class: b.Class, TTL: ttl, RepoRemote: b.RepoRemote,
-		Manifests: b.Manifests, Extras: b.Extras, Actor: p.Name}, nil
+		Manifests: b.Manifests, Extras: b.Extras, Sandbox: sandbox, Actor: p.Name}, nil
 }
 
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request) {

@@ -93,6 +93,12 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.I
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
+	g.passthroughConn(r, client, up, id, host, port)
+}
+
+// passthroughConn splices client and up once the ClientHello names host; shared by
+// CONNECT and the transparent listener. r is the CONNECT (or its stand-in) for events.
+func (g *Gateway) passthroughConn(r *http.Request, client, up net.Conn, id rules.Identity, host string, port int) {
 	t := g.track(connectQuery(id, host, port), rules.Passthrough, client, up)
 	if t == nil {
 		return
@@ -160,6 +166,12 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
+	g.inspectConn(r, client, id, host, port, leaf)
+}
+
+// inspectConn opens client's TLS with leaf and serves the requests inside; shared by
+// CONNECT and the transparent listener. r is the CONNECT (or its stand-in) for events.
+func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identity, host string, port int, leaf *tls.Certificate) {
 	var fronted bool
 	tlsConn := tls.Server(client, &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -181,7 +193,7 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 	defer g.untrack(t)
 
 	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
-	err = tlsConn.HandshakeContext(ctx)
+	err := tlsConn.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
 		reason := ReasonTLSHandshake

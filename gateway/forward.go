@@ -89,6 +89,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			// Credentials for the gateway never travel on.
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
+			pr.Out.Header.Del(ProbeHeader)
 			for _, h := range pathOverrideHeaders {
 				pr.Out.Header.Del(h)
 			}

@@ -227,6 +227,7 @@ type refusal struct {
 // A refusal whose incident could not be recorded is still sent, without an
 // incident id.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
+	setProbeProof(w, r, f.reason)
 	inc, _ := g.record(r.Context(), r, f)
 	writeRefusal(w, f.status, f.reason, inc, f.msg)
 }
@@ -278,6 +279,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) (strin
 	}
 	if r != nil {
 		e.Client = r.RemoteAddr
+		e.Probe = IsProbe(r)
 	}
 	g.logger().Info("refused", logTenant, e.Tenant, logClass, e.Class, logHost, host, logPort, port,
 		"method", method, logReason, f.reason, logClient, e.Client)

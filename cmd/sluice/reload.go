@@ -153,4 +153,5 @@ func (s *Server) applyReload(cfg *config.Config) {
 		}
 	}
 	s.applyCredentials(cfg)
+	s.reloadSandbox(cfg)
 }

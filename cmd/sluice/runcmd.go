@@ -41,6 +41,8 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	remote := fs.String("remote", "", "the repository's git remote URL")
 	out := fs.String("out", "", "directory to write ca.pem and run.env (0600) into")
 	asJSON := fs.Bool("json", false, "print the API's whole answer as JSON (it holds the run token)")
+	sandboxAddr := fs.String("sandbox-addr", "", "the sandbox's IP address, for the resolver and the transparent listeners")
+	sandboxNet := fs.String("sandbox-network", "", "the sandbox's network, instead of --sandbox-addr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -48,7 +50,8 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	body := map[string]any{"tenant": *tenant, "class": *class, "ttl": ttl.String(), "repo_remote": *remote}
+	body := map[string]any{"tenant": *tenant, "class": *class, "ttl": ttl.String(), "repo_remote": *remote,
+		"sandbox_addr": *sandboxAddr, "sandbox_network": *sandboxNet}
 	if *repo != "" {
 		m, err := derive.ReadManifests(*repo)
 		if err != nil {

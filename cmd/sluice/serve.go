@@ -58,6 +58,8 @@ type Server struct {
 	scanner *scanner.Holder
 	roots   *x509.CertPool
 	staged  *stagedReload
+	// sandbox is the resolver and the transparent listeners (dns.go).
+	sandbox sandboxNet
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -83,6 +85,7 @@ func (s *Server) Open() error {
 	defer func() {
 		if s.proxyLn == nil { // Open failed after the store opened
 			s.closeOps(context.Background())
+			s.sandbox.close()
 		}
 	}()
 	if err := s.openAlerts(); err != nil {
@@ -133,6 +136,9 @@ func (s *Server) Open() error {
 		s.watch = &reload.Watcher{Path: cfg.Path, Reload: s.reload.Reload}
 		s.watch.Start()
 	}
+	if err := s.openSandbox(); err != nil {
+		return err
+	}
 	if err := s.openRuns(); err != nil {
 		return err
 	}
@@ -162,6 +168,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.announce()
 	errc := make(chan error, 1)
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
+	s.serveSandbox(ctx)
 	s.serveOps(ctx)
 	defer s.closeOps(context.Background())
 	if s.watch != nil {
@@ -185,6 +192,7 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	s.ops.draining.Store(true) // /readyz fails from now on
+	s.shutdownSandbox(sctx)
 	err := s.gw.Shutdown(sctx)
 	<-errc
 	s.closeOps(context.Background()) // drains the incident writer
@@ -207,6 +215,7 @@ func (s *Server) announce() {
 	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
+	s.announceSandbox(w)
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")
