@@ -207,35 +207,28 @@ func bip39Words() map[string]int {
 	return bip39Index
 }
 
-// mnemonics returns the BIP-39 phrases in text: 12, 15, 18, 21 or 24
-// consecutive wordlist words, split by white space only, whose last bits
-// are the checksum of the entropy before them. The longest phrase at a
-// position wins.
+// mnemonics returns the BIP-39 phrases in text: a run of exactly 12, 15, 18,
+// 21 or 24 lower-case wordlist words, split by white space only and bounded by
+// anything else, whose last bits are the checksum of the entropy before them.
+// A longer run is prose, not a phrase: with 4 to 8 checksum bits, windows slid
+// over ordinary English would match by chance (1 in 16 for 12 words).
 func mnemonics(text string) []string {
 	idx := bip39Words()
 	var out []string
 	var run []string // wordlist words in a row
 	flush := func() {
-		for i := 0; i+12 <= len(run); {
-			found := 0
-			for _, l := range []int{24, 21, 18, 15, 12} {
-				if i+l <= len(run) && bip39Checksum(idx, run[i:i+l]) {
-					found = l
-					break
-				}
+		switch len(run) {
+		case 12, 15, 18, 21, 24:
+			if bip39Checksum(idx, run) {
+				out = append(out, strings.Join(run, " "))
 			}
-			if found == 0 {
-				i++
-				continue
-			}
-			out = append(out, strings.Join(run[i:i+found], " "))
-			i += found
 		}
 		run = run[:0]
 	}
+	isLetter := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 }
 	for i := 0; i < len(text); {
 		c := text[i]
-		if c < 'a' || c > 'z' {
+		if !isLetter(c) {
 			if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 				flush()
 			}
@@ -243,15 +236,14 @@ func mnemonics(text string) []string {
 			continue
 		}
 		j := i
-		for j < len(text) && text[j] >= 'a' && text[j] <= 'z' {
+		for j < len(text) && isLetter(text[j]) {
 			j++
 		}
-		w := text[i:j]
-		_, ok := idx[w]
-		if !ok || j < len(text) && text[j] >= 0x80 {
-			flush()
+		// A word with a capital or a non-ASCII letter is not a wordlist word.
+		if _, ok := idx[text[i:j]]; ok {
+			run = append(run, text[i:j])
 		} else {
-			run = append(run, w)
+			flush()
 		}
 		i = j
 	}

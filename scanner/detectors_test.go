@@ -386,3 +386,23 @@ func TestBIP39Wordlist(t *testing.T) {
 		t.Fatalf("CRC-32 %08x, want c1dbd296 (bip-0039/english.txt)", sum)
 	}
 }
+
+// TestMnemonicNotInProse: a long run of wordlist words is prose, not a phrase.
+// Slid windows over it would pass the 4-bit checksum of 12 words one time in 16.
+func TestMnemonicNotInProse(t *testing.T) {
+	var words []string
+	for w := range bip39Words() {
+		words = append(words, w)
+		if len(words) == 400 {
+			break
+		}
+	}
+	prose := strings.Join(words, " ")
+	if got := mnemonics(prose); len(got) != 0 {
+		t.Errorf("a 400-word run gave %d phrases", len(got))
+	}
+	// Capitalised words and punctuation end a run; they are never half-read.
+	if got := mnemonics("Kitchen order example update. Teacher bread"); len(got) != 0 {
+		t.Errorf("prose gave phrases: %q", got)
+	}
+}

@@ -16,7 +16,7 @@ const module = "github.com/sluice-egress/sluice/"
 var layers = [][]string{
 	// Leaves: they import nothing of ours.
 	{"incident", "rules/match", "rules/presets", "rules/packs", "internal/fileutil", "internal/reload",
-		"internal/testnet", "gateway/guard", "sandboxdns"},
+		"internal/testnet", "gateway/guard", "sandboxdns", "internal/probetag"},
 	// The domain and the adapters of one technology each.
 	{"rules", "scanner", "ca", "store", "alert", "doctor"},
 	// What builds on the policy model and the scanner.
