@@ -152,9 +152,9 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 	var fronted bool
 	tlsConn := tls.Server(client, &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		// HTTP/2 is negotiated down to HTTP/1.1, where every request is
-		// served (and checked) one by one.
-		NextProtos: []string{"http/1.1"},
+		// h2 and http/1.1: either way every request (stream) is served,
+		// and checked, one by one (h2.go).
+		NextProtos: g.innerProtos(),
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if !sniMatches(hello.ServerName, host) {
 				fronted = true
@@ -182,6 +182,10 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 
 	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
+	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
+		g.serveH2(context.WithoutCancel(r.Context()), tlsConn, t, tun)
+		return
+	}
 	srv := &http.Server{
 		Handler:           tun,
 		ReadHeaderTimeout: g.handshakeTimeout(),
@@ -236,7 +240,7 @@ func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
 		return
 	}
-	ok, done := g.scan(w, r, h.id, h.host, h.port)
+	w, ok, done := g.scanRequest(w, r, h.id, h.host, h.port)
 	defer done()
 	if !ok {
 		return

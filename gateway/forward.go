@@ -94,8 +94,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		// bodies of unknown length, so long polls are not held back.
 		ErrorLog: discardLog,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			if errors.Is(err, context.Canceled) {
-				return
+			if errors.Is(err, context.Canceled) || errors.Is(err, errStreamBlocked) {
+				return // the client left, or the scan refused the stream and answers it
 			}
 			g.refuse(w, r, dialRefusal(id, err, host, port, r.URL.Path))
 		},

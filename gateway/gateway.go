@@ -102,6 +102,9 @@ type Gateway struct {
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes an inspected tunnel idle for this long. Zero: 2m.
 	IdleTimeout time.Duration
+	// HTTP2 limits clients that speak HTTP/2 inside inspected tunnels
+	// (h2.go). Zero: h2 offered, with safe limits.
+	HTTP2 HTTP2
 
 	scanMemOnce sync.Once
 	scanMem     *semaphore.Weighted
