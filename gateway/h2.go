@@ -153,7 +153,7 @@ func (h *h2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cancelled counts a stream the client reset before its answer was done,
 // and closes the connection past the budget.
 func (h *h2Handler) cancelled(r *http.Request) {
-	if h.resets.take() {
+	if h.resets.take() || !h.resets.trip() {
 		return
 	}
 	h.g.record(context.WithoutCancel(r.Context()), r, refusal{id: h.inner.id, reason: ReasonHTTP2RapidReset,
@@ -180,6 +180,16 @@ type resetBudget struct {
 	max    float64
 	rate   float64 // tokens per second
 	last   time.Time
+	broke  bool
+}
+
+// trip reports true once: the first time the budget is found spent.
+func (b *resetBudget) trip() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	first := !b.broke
+	b.broke = true
+	return first
 }
 
 func newResetBudget(max int, window time.Duration) *resetBudget {
