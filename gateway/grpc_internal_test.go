@@ -55,7 +55,7 @@ func newTestGRPCBody(body []byte, gzipped bool, max int64, seen *[]string) *grpc
 type nopPolicy struct{}
 
 func (nopPolicy) Identify(string, string) (rules.Identity, error) { return rules.Identity{}, nil }
-func (nopPolicy) Decide(rules.Query) rules.Decision            { return rules.Decision{Action: rules.Allow} }
+func (nopPolicy) Decide(rules.Query) rules.Decision               { return rules.Decision{Action: rules.Allow} }
 
 func TestGRPCBody(t *testing.T) {
 	ok1, ok2 := grpcMsg(0, []byte("one")), grpcMsg(0, []byte("two"))
