@@ -146,3 +146,18 @@ func FuzzGRPCBody(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkGRPCBody is the message reader's own cost: framing, memory and
+// the scanner call, with a scanner that only reads.
+func BenchmarkGRPCBody(b *testing.B) {
+	msg := grpcMsg(0, bytes.Repeat([]byte("a"), 1<<10))
+	stream := bytes.Repeat(msg, 256)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		gb := newTestGRPCBody(stream, false, 1<<20, nil)
+		if _, err := io.Copy(io.Discard, gb); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

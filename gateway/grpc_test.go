@@ -60,7 +60,7 @@ tenants:
 // grpcWorld is a real gRPC server (health service, plus an echo service of
 // raw bytes) behind a gateway with a scanner, on loopback with real TLS.
 type grpcWorld struct {
-	t         *testing.T
+	t         testing.TB
 	gw        *gateway.Gateway
 	proxyAddr string
 	authority string
@@ -69,13 +69,14 @@ type grpcWorld struct {
 	sink      *recordingSink
 	health    *health.Server
 	secret    string
+	upRoots   *x509.CertPool // trusts the gRPC server directly
 	calls     atomic.Int64 // RPCs the server started handling
 
 	mu       sync.Mutex
 	received [][]byte // echo messages the server received
 }
 
-func newGRPCWorld(t *testing.T) *grpcWorld {
+func newGRPCWorld(t testing.TB) *grpcWorld {
 	t.Helper()
 	w := &grpcWorld{t: t, sink: &recordingSink{}, token: randomToken(t)}
 	secret, err := scanner.FakeSecret("github-pat")
@@ -138,6 +139,7 @@ func newGRPCWorld(t *testing.T) *grpcWorld {
 		Scanner: &scanner.Scanner{Key: []byte("0123456789abcdef0123456789abcdef")},
 	}
 	w.proxyAddr = serveOnLoopback(t, w.gw)
+	w.upRoots = roots
 	return w
 }
 
@@ -331,5 +333,39 @@ func TestGRPCStreamScannedPerMessage(t *testing.T) {
 	defer w.mu.Unlock()
 	if len(w.received) != 1 || string(w.received[0]) != "hello" {
 		t.Fatalf("server received %q, want only the first message", w.received)
+	}
+}
+
+// BenchmarkGRPCUnary is a unary health Check on a kept connection, direct to
+// the server and through the scanning gateway.
+func BenchmarkGRPCUnary(b *testing.B) {
+	w := newGRPCWorld(b)
+	direct, err := grpc.NewClient("passthrough:///"+w.authority,
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			_, port, _ := net.SplitHostPort(addr)
+			return (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", port))
+		}),
+		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: w.upRoots})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer direct.Close()
+	for _, via := range []struct {
+		name string
+		cc   *grpc.ClientConn
+	}{{"direct", direct}, {"gateway", w.client()}} {
+		b.Run(via.name, func(b *testing.B) {
+			hc := healthpb.NewHealthClient(via.cc)
+			req := &healthpb.HealthCheckRequest{}
+			if _, err := hc.Check(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := hc.Check(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
