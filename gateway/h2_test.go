@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -177,6 +178,35 @@ func TestH2PolicyChangeClosesTunnel(t *testing.T) {
 	}
 	if n := len(w.up.requests()); n != 1 {
 		t.Fatalf("upstream saw %d requests, want 1", n)
+	}
+}
+
+// Shutdown sends GOAWAY to HTTP/2 clients: the stream under way finishes,
+// then the connection closes.
+func TestH2ShutdownDrains(t *testing.T) {
+	w := newWorld(t)
+	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+	cc := w.h2Tunnel(t, authority, "api.example.test")
+	slow := make(chan string, 1)
+	go func() {
+		code, _, body, err := h2Get(t, cc, authority, "/slow")
+		slow <- fmt.Sprint(code, " ", body, " ", err)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := w.gw.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if got := <-slow; got != "200 slow done <nil>" {
+		t.Fatalf("stream under way at shutdown: %s", got)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Shutdown took %v: the idle HTTP/2 tunnel was not closed", d)
+	}
+	if w.gw.OpenTunnels() != 0 {
+		t.Fatalf("%d tunnels open after Shutdown", w.gw.OpenTunnels())
 	}
 }
 
