@@ -535,6 +535,27 @@ func TestH2ExtendedConnectRefused(t *testing.T) {
 	}
 }
 
+// A :path in absolute form (naming another host or not) is malformed in
+// HTTP/2: the stream is reset and nothing reaches an upstream.
+func TestH2AbsolutePathRefused(t *testing.T) {
+	w := newWorld(t)
+	h := w.rawH2(t, "api.example.test")
+	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+	other := net.JoinHostPort("other.example.test", strconv.Itoa(w.up.port))
+	for i, path := range []string{"https://" + other + "/v1/x", "https://" + authority + "/v1/x"} {
+		id := uint32(2*i + 1)
+		if err := h.request(id, true, "GET", authority, path); err != nil {
+			t.Fatal(err)
+		}
+		if o := h.await(id, 5*time.Second); o.status == "200" || o.timeout {
+			t.Fatalf(":path %s: %+v, want the stream refused", path, o)
+		}
+	}
+	if n := len(w.up.requests()); n != 0 {
+		t.Fatalf("upstream saw %d requests", n)
+	}
+}
+
 // One tenant filling its connections with stalled streams does not hold up
 // another tenant's requests: streams, handlers and upstream connections are
 // per connection and per tenant.
