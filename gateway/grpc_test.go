@@ -70,7 +70,7 @@ type grpcWorld struct {
 	health    *health.Server
 	secret    string
 	upRoots   *x509.CertPool // trusts the gRPC server directly
-	calls     atomic.Int64 // RPCs the server started handling
+	calls     atomic.Int64   // RPCs the server started handling
 
 	mu       sync.Mutex
 	received [][]byte // echo messages the server received
