@@ -154,6 +154,7 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix) *http.Transport
 		},
 		TLSClientConfig:       &tls.Config{RootCAs: g.RootCAs, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:     true,
+		HTTP2:                 upstreamHTTP2(), // h2.go
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   32,
 		IdleConnTimeout:       90 * time.Second,

@@ -89,6 +89,13 @@ func (g *Gateway) innerProtos() []string {
 	return []string{"h2", "http/1.1"}
 }
 
+// upstreamHTTP2 configures HTTP/2 towards upstreams: a pooled connection
+// silent for a while is pinged, so that a dead one is dropped before a
+// request is sent on it, and a live one stays warm.
+func upstreamHTTP2() *http.HTTP2Config {
+	return &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second}
+}
+
 // serveH2 serves the streams of an inspected tunnel whose client chose h2,
 // until the connection ends. h is the tunnel's per-request handler; t is the
 // tracked tunnel, whose close (run end, policy change, Shutdown's deadline)
