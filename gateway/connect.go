@@ -175,9 +175,9 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 	var fronted bool
 	tlsConn := tls.Server(client, &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		// HTTP/2 is negotiated down to HTTP/1.1, where every request is
-		// served (and checked) one by one.
-		NextProtos: []string{"http/1.1"},
+		// h2 and http/1.1: either way every request (stream) is served,
+		// and checked, one by one (h2.go).
+		NextProtos: g.innerProtos(),
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if !sniMatches(hello.ServerName, host) {
 				fronted = true
@@ -205,6 +205,10 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 	}
 
 	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
+	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
+		g.serveH2(context.WithoutCancel(r.Context()), tlsConn, t, tun)
+		return
+	}
 	srv := &http.Server{
 		Handler:           tun,
 		ReadHeaderTimeout: g.readHeaderTimeout(),
@@ -260,9 +264,13 @@ func (h *innerHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			host: h.host, port: h.port, msg: "CONNECT is not allowed inside a tunnel"})
 		return
 	}
-	r, hold, ok := g.admitBody(w, r, h.id, h.host, h.port)
-	if !ok {
-		return
+	// A gRPC body is held and timed message by message (grpc.go), not whole.
+	var hold *scanHold
+	if !isGRPC(r) || g.Scanner == nil {
+		r, hold, ok = g.admitBody(w, r, h.id, h.host, h.port)
+		if !ok {
+			return
+		}
 	}
 	defer hold.release()
 	d := g.decideRequest(h.id, h.host, h.port, r, ws)
@@ -271,8 +279,12 @@ func (h *innerHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		g.refuseBodyTimeout(w, r, h.id, h.host, h.port)
 	case d.Action != rules.Allow:
 		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
-	case g.scan(w, r, h.id, h.host, h.port):
-		g.forward(w, r, h.id, d, "https", h.host, h.port)
+	default:
+		fw, ok, done := g.scanRequest(w, r, h.id, h.host, h.port)
+		defer done()
+		if ok {
+			g.forward(fw, r, h.id, d, "https", h.host, h.port)
+		}
 	}
 }
 

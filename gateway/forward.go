@@ -107,8 +107,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		// bodies of unknown length, so long polls are not held back.
 		ErrorLog: discardLog,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			if errors.Is(err, context.Canceled) {
-				return
+			if errors.Is(err, context.Canceled) || errors.Is(err, errStreamBlocked) {
+				return // the client left, or the scan refused the stream and answers it
 			}
 			if bodyTimedOut(r) {
 				g.refuseBodyTimeout(w, r, id, host, port)
@@ -179,6 +179,7 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix) *http.Transport
 		},
 		TLSClientConfig:       &tls.Config{RootCAs: g.RootCAs, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:     true,
+		HTTP2:                 upstreamHTTP2(), // h2.go
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   32,
 		IdleConnTimeout:       90 * time.Second,

@@ -112,6 +112,9 @@ type Gateway struct {
 	// with 413 (body-too-large), without reading it; true lets the scanner
 	// read and scan the first ScanBodyLimit bytes and forward the rest.
 	ForwardOversize bool
+	// HTTP2 limits clients that speak HTTP/2 inside inspected tunnels
+	// (h2.go). Zero: h2 offered, with safe limits.
+	HTTP2 HTTP2
 
 	scanMemOnce sync.Once
 	budget      *scanBudget

@@ -423,14 +423,17 @@ func inDomain(host string) bool { return host == Domain || strings.HasSuffix(hos
 // Client returns an HTTP/1.1 client that reaches the upstream via v. With keepAlive false
 // every request opens a new connection and a full TLS handshake (no session resumption:
 // the client keeps no session cache); through the gateway that is a new CONNECT as well.
-func (e *Env) Client(v Via, keepAlive bool) *http.Client {
+func (e *Env) Client(v Via, keepAlive bool) *http.Client { return e.client(v, keepAlive, false) }
+
+// client is Client, speaking HTTP/2 when h2 is set (the gateway offers it inside its
+// tunnels, as the upstream does), HTTP/1.1 with up to 16 idle connections otherwise.
+func (e *Env) client(v Via, keepAlive, h2 bool) *http.Client {
 	tr := &http.Transport{
 		DisableKeepAlives:   !keepAlive,
-		MaxIdleConnsPerHost: 4,
+		MaxIdleConnsPerHost: 16,
 		TLSHandshakeTimeout: 10 * time.Second,
-		// Same client on both paths: HTTP/1.1 (the gateway serves HTTP/1.1 inside its
-		// tunnels), TLS defaults otherwise.
-		ForceAttemptHTTP2: false,
+		// Same client on every path, TLS defaults otherwise.
+		ForceAttemptHTTP2: h2,
 	}
 	switch v {
 	case Gateway, GatewayScan:
