@@ -10,13 +10,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/report"
 )
 
 // Defaults for a zero Scanner.
@@ -446,112 +442,35 @@ type segment struct {
 
 func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }
 
-// Batches of text handed to gitleaks at once; larger segments are cut into
-// overlapping windows so that a secret across a cut is still whole in one.
-const (
-	batchBytes    = 64 << 10 // gitleaks locates each match by a walk over all lines of its fragment: keep fragments small
-	windowOverlap = 8 << 10
-	// separator ends every segment: a newline first, which rules accept as
-	// the end of a token, then a NUL that no rule's character class spans.
-	separator = "\n\x00\n"
-)
-
-// match runs the rules over the segments.
+// match runs the rules over the segments, each segment whole: the engine
+// windows the regexes itself, so a secret is never cut by a batch border.
 func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error) {
-	type piece struct {
-		seg       *segment
-		text      string
-		firstLine int // line of the piece within the batch
-		lineBase  int // line of the piece's start in the original (0 unknown)
-	}
 	var out []Finding
 	seen := map[string]bool{}
-	var batch []piece
-	var size, lines int
-	var sb strings.Builder
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		sb.Reset()
-		sb.Grow(size)
-		for _, p := range batch {
-			sb.WriteString(p.text)
-			sb.WriteString(separator)
-		}
-		//lint:ignore SA1019 DetectContext in v8 takes detect.Fragment; sources.Fragment is v9's
-		fs := s.Rules.det.DetectContext(ctx, detect.Fragment{Raw: sb.String()})
-		if ctx.Err() != nil {
-			return ErrTimeout
-		}
-		for _, gf := range fs {
-			i := sort.Search(len(batch), func(i int) bool { return batch[i].firstLine > gf.StartLine }) - 1
-			if i < 0 {
-				continue
-			}
-			p := batch[i]
-			f := s.finding(p.seg, gf)
-			if p.lineBase > 0 && p.seg.depth == 0 {
-				f.Line = p.lineBase + gf.StartLine - p.firstLine
+	for _, seg := range segs {
+		t := seg.text
+		line, counted := seg.line, 0
+		err := s.Rules.eng.detect(ctx, t, func(m match) {
+			f := Finding{Kind: KindSecret, Rule: s.Rules.eng.rules[m.rule].cfg.RuleID, Where: seg.where,
+				Decoding: seg.decoding(), secret: secretText(m.secret), header: seg.header,
+				Snippet: strings.TrimSpace(snippet(m.line, m.secret))}
+			if seg.line > 0 && seg.depth == 0 && m.start >= counted {
+				line += strings.Count(t[counted:m.start], "\n")
+				counted = m.start
+				f.Line = line
 			}
 			key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
 			if seen[key] {
-				continue
+				return
 			}
 			seen[key] = true
 			out = append(out, f)
+		})
+		if err != nil {
+			return nil, ErrTimeout
 		}
-		batch, size, lines = batch[:0], 0, 0
-		return nil
-	}
-	add := func(seg *segment, text string, lineBase int) error {
-		if size+len(text) > batchBytes {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		batch = append(batch, piece{seg: seg, text: text, firstLine: lines, lineBase: lineBase})
-		size += len(text) + len(separator)
-		lines += strings.Count(text, "\n") + strings.Count(separator, "\n")
-		return nil
-	}
-	for _, seg := range segs {
-		t := seg.text
-		if len(t) <= batchBytes {
-			if err := add(seg, t, seg.line); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		line, counted := seg.line, 0
-		for start := 0; start < len(t); start += batchBytes - windowOverlap {
-			end := min(start+batchBytes, len(t))
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			if seg.line > 0 {
-				line += strings.Count(t[counted:start], "\n")
-				counted = start
-			}
-			if err := add(seg, t[start:end], line); err != nil {
-				return nil, err
-			}
-			if end == len(t) {
-				break
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, err
 	}
 	return out, nil
-}
-
-// finding turns a gitleaks finding into ours, without keeping its line.
-func (s *Scanner) finding(seg *segment, gf report.Finding) Finding {
-	return Finding{Kind: KindSecret, Rule: gf.RuleID, Where: seg.where, Decoding: seg.decoding(),
-		secret: secretText(gf.Secret), header: seg.header,
-		Snippet: strings.TrimSpace(snippet(gf.Line, gf.Secret))}
 }
 
 // snippet shows a little context around the secret with the secret masked.
