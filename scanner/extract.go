@@ -79,7 +79,8 @@ func headerSegments(h http.Header) []*segment {
 			continue
 		}
 		for _, v := range h[name] {
-			out = append(out, &segment{where: "header:" + cn, header: cn, text: cn + ": " + v})
+			// The name as sent: canonicalising would change a token's case.
+			out = append(out, &segment{where: "header:" + cn, header: cn, text: name + ": " + v})
 		}
 	}
 	return out
@@ -312,7 +313,9 @@ func plainKey(k string) bool {
 // type; a base64 Content-Transfer-Encoding is undone.
 func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, bool) {
 	mr := multipart.NewReader(bytes.NewReader(b), boundary)
-	var out []*segment
+	// The reader skips what comes before the first boundary and after the
+	// last: a sender can put anything there, so it is scanned too.
+	out := outsideParts(b, boundary, chain)
 	for i := 0; ; i++ {
 		p, err := mr.NextRawPart()
 		if err == io.EOF {
@@ -348,6 +351,28 @@ func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, b
 			}
 		}
 	}
+}
+
+// outsideParts are a multipart body's preamble and epilogue, when they
+// hold more than white space.
+func outsideParts(b []byte, boundary string, chain []string) []*segment {
+	var out []*segment
+	add := func(where string, t []byte) {
+		if len(bytes.TrimSpace(t)) > 0 {
+			out = append(out, &segment{where: where, chain: chain, text: string(t), body: true})
+		}
+	}
+	delim := []byte("--" + boundary)
+	first := bytes.Index(b, delim)
+	if first < 0 {
+		add("multipart:preamble", b)
+		return out
+	}
+	add("multipart:preamble", b[:first])
+	if last := bytes.LastIndex(b, append(delim, '-', '-')); last >= 0 {
+		add("multipart:epilogue", b[last+len(delim)+2:])
+	}
+	return out
 }
 
 func dropSpace(r rune) rune {

@@ -372,6 +372,14 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 			res.Findings[i].Snippet = rep.Replace(res.Findings[i].Snippet)
 		}
 	}
+	// Nor may a location show one (see safeWhere).
+	secrets := make([]string, 0, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		secrets = append(secrets, pairs[i])
+	}
+	for i := range res.Findings {
+		res.Findings[i].Where = safeWhere(res.Findings[i].Where, secrets)
+	}
 	// A flood of findings is reported in part: the verdict counts them all.
 	if len(res.Findings) > MaxFindings {
 		res.Findings = res.Findings[:MaxFindings]
