@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,7 +111,7 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", encodings[i], err)
 		}
-		out, err := io.ReadAll(io.LimitReader(r, max+1))
+		out, err := readAllHint(io.LimitReader(r, max+1), sizeHint(encodings[i], b, max))
 		closeFn()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", encodings[i], err)
@@ -121,6 +122,35 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 		b = out
 	}
 	return b, nil
+}
+
+// sizeHint guesses a layer's decompressed size, to read it into one
+// buffer instead of a doubling series: gzip's trailer holds it (modulo
+// 2^32); for the others, four times the input.
+func sizeHint(enc string, b []byte, max int64) int {
+	n := int64(len(b)) * 4
+	if (enc == "gzip" || enc == "x-gzip") && len(b) >= 18 {
+		n = int64(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	}
+	return int(min(n, max) + 1)
+}
+
+// readAllHint is io.ReadAll into a buffer of about hint bytes first.
+func readAllHint(r io.Reader, hint int) ([]byte, error) {
+	b := make([]byte, 0, max(hint, 512))
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 func decoder(enc string, b []byte) (io.Reader, func(), error) {
@@ -333,12 +363,16 @@ func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, b
 			name = strconv.Itoa(i)
 		}
 		c := slices.Clone(chain)
-		if strings.EqualFold(p.Header.Get("Content-Transfer-Encoding"), "base64") {
+		switch cte := p.Header.Get("Content-Transfer-Encoding"); {
+		case strings.EqualFold(cte, "base64"):
 			d, err := base64.StdEncoding.DecodeString(strings.Map(dropSpace, string(data)))
 			if err == nil {
 				data = d
 				c = append(c, "base64")
 			}
+		case strings.EqualFold(cte, "quoted-printable"):
+			data = []byte(qpDecode(string(data)))
+			c = append(c, encQP)
 		}
 		for _, sg := range bodySegments(data, p.Header.Get("Content-Type"), c) {
 			sg.where = "multipart:" + name + strings.TrimPrefix(strings.TrimPrefix(sg.where, "body"), "json:")

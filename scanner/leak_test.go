@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -82,5 +83,66 @@ func TestSafeWhereKeepsNames(t *testing.T) {
 		if got := safeWhere(w, nil); got != w {
 			t.Errorf("safeWhere(%q) = %q", w, got)
 		}
+	}
+}
+
+// git over HTTPS sends a GitHub token as the password of Basic
+// credentials: bound to GitHub there, a secret anywhere else.
+func TestBasicCredentialsBinding(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	basic := func(cred string) http.Header {
+		return http.Header{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte(cred))}}
+	}
+	for _, tc := range []struct {
+		name   string
+		host   string
+		header http.Header
+		want   Action
+	}{
+		{"bound host", "github.com", basic("x-access-token:" + tok), Pass},
+		{"foreign host", "files.example.test", basic("x-access-token:" + tok), Block},
+		{"more than the token", "github.com", basic("x-access-token:" + tok + " and more"), Block},
+		{"other user", "github.com", basic("x:" + tok), Block},
+		{"not basic", "github.com", http.Header{"Authorization": {"Token " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok))}}, Block},
+		{"other header", "github.com", http.Header{"X-Note": {"Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok))}}, Block},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := mustURL(t, "https://"+tc.host+"/o/r.git/info/refs")
+			res, err := s.Scan(context.Background(), &Request{Host: tc.host, URL: u, Header: tc.header})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != tc.want {
+				t.Fatalf("verdict %v, want %v:%s", res.Verdict, tc.want, dump(res.Findings))
+			}
+		})
+	}
+}
+
+// An image that carries no data is not an exfiltration channel, even to a
+// foreign host: badges and logos.
+func TestImagesWithoutData(t *testing.T) {
+	s := testScanner(t)
+	for _, md := range []string{
+		"![build](https://img.badges.example.test/badge/build-passing-brightgreen.svg)",
+		"![coverage](https://img.badges.example.test/badge/coverage-93%25-green)",
+		"![logo](https://cdn.example.test/assets/logo.png)",
+	} {
+		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/markdown"}}, Body: strings.NewReader("# Readme\n" + md + "\n"),
+			Allowed: func(string) bool { return false }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Pass {
+			t.Errorf("%s: %v:%s", md, res.Verdict, dump(res.Findings))
+		}
+	}
+	// The same image with data in it is one.
+	res, _ := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/markdown"}},
+		Body:    strings.NewReader("![x](https://img.badges.example.test/badge.svg?d=" + randomString(base62, 40) + ")"),
+		Allowed: func(string) bool { return false }})
+	if res.Verdict != Block {
+		t.Errorf("image with data: %v", res.Verdict)
 	}
 }

@@ -144,6 +144,7 @@ type Finding struct {
 
 	secret secretText
 	header string // canonical header name when Where is a header
+	basic  bool   // the secret is the password of Basic credentials in header
 }
 
 // String describes the finding without its secret.
@@ -249,15 +250,9 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 			}
 		}
 	}
-	segs = s.peel(segs)
-	found, err := s.match(ctx, segs)
+	found, err := s.inspect(ctx, req, segs)
 	if err != nil {
 		return nil, err
-	}
-	found = s.withCanaries(segs, found)
-	found = s.withPhantoms(req, segs, found)
-	if req.Allowed != nil {
-		found = append(found, s.exfil(segs, found, req.Allowed)...)
 	}
 	found = append(found, extra...)
 	found = dropCovered(found)
@@ -278,6 +273,40 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 		}
 	}
 	return res, nil
+}
+
+// inspect peels each segment's layers and runs every detector over the
+// segment and its layers together, one segment at a time: the decoded
+// layers of one segment are garbage before the next is decoded, so that
+// memory stays near the body's size however many layers it has. req may
+// be nil (ScanText): links and phantom places are not checked then.
+//
+// A detector of its own kind plugs in here: it gets one segment with its
+// layers (segs) and what the rules found in them (found).
+func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]Finding, error) {
+	var canaryLens, phantomLens map[int]bool // asked once per scan
+	if s.Canaries != nil {
+		canaryLens = s.Canaries.Lengths()
+	}
+	if s.Phantoms != nil {
+		phantomLens = s.Phantoms.Lengths()
+	}
+	var out []Finding
+	for i, seg := range top {
+		top[i] = nil // the segment's text goes with its group
+		segs := s.peel([]*segment{seg})
+		found, err := s.match(ctx, segs)
+		if err != nil {
+			return nil, err
+		}
+		found = s.withCanaries(segs, found, canaryLens)
+		found = s.withPhantoms(req, segs, found, phantomLens)
+		if req != nil && req.Allowed != nil {
+			found = append(found, s.exfil(segs, found, req.Allowed)...)
+		}
+		out = append(out, found...)
+	}
+	return out, nil
 }
 
 // dropCovered drops high-entropy URL findings whose value holds a secret
@@ -322,8 +351,8 @@ func safePath(p string, fs []Finding) string {
 
 // withCanaries adds canary findings and drops the secret findings that
 // were canaries: a canary is reported once, as a canary.
-func (s *Scanner) withCanaries(segs []*segment, found []Finding) []Finding {
-	cs := s.canaries(segs, found)
+func (s *Scanner) withCanaries(segs []*segment, found []Finding, lengths map[int]bool) []Finding {
+	cs := s.canaries(segs, found, lengths)
 	if len(cs) == 0 {
 		return found
 	}
@@ -344,7 +373,7 @@ func (s *Scanner) withCanaries(segs []*segment, found []Finding) []Finding {
 func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 	for i := range found {
 		f := &found[i]
-		if s.Policy.bound(tenant, host, f) {
+		if s.Policy.bound(tenant, host, f) || f.basic && s.Policy.bound(tenant, host, plainCopy(f)) {
 			continue
 		}
 		f.Action = s.Policy.action(tenant, s.Rules.actions, f)
@@ -393,6 +422,29 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 	}
 }
 
+// plainCopy is f as if it had not been base64-encoded: Basic credentials
+// whose password is a bound token (git over HTTPS sends a GitHub token as
+// base64("x-access-token:" + token)) are bound like the token itself.
+func plainCopy(f *Finding) *Finding {
+	c := *f
+	c.Decoding = ""
+	return &c
+}
+
+// basicTokenUser is the user name git clients send with a token as the
+// password of Basic credentials.
+const basicTokenUser = "x-access-token"
+
+// basicPassword reports whether a segment is the decoded credential of a
+// "Basic" header value and is "x-access-token:" + secret exactly.
+func basicPassword(seg *segment, secret string) bool {
+	if !seg.basic {
+		return false
+	}
+	user, pass, ok := strings.Cut(seg.text, ":")
+	return ok && pass == secret && user == basicTokenUser
+}
+
 func hasBodyRedaction(fs []Finding) bool {
 	for _, f := range fs {
 		if f.Action == Redact && !strings.HasPrefix(f.Where, "url") && !strings.HasPrefix(f.Where, "header:") {
@@ -425,13 +477,10 @@ func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Fin
 	if strings.HasSuffix(name, ".json") || json1(data) {
 		ct = "application/json"
 	}
-	segs := s.peel(bodySegments(data, ct, nil))
-	found, err := s.match(ctx, segs)
+	found, err := s.inspect(ctx, nil, bodySegments(data, ct, nil))
 	if err != nil {
 		return nil, err
 	}
-	found = s.withCanaries(segs, found)
-	found = s.withPhantoms(nil, segs, found)
 	res := &Result{}
 	s.decide("", "", found, res)
 	return res.Findings, nil
@@ -446,6 +495,7 @@ type segment struct {
 	body   bool   // from the body (exfil links are looked for there)
 	depth  int    // layers peeled to get here
 	line   int    // 1-based line of text's start in the original, 0 unknown
+	basic  bool   // the decoded credential of a header's "Basic <base64>"
 }
 
 func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }
@@ -461,7 +511,7 @@ func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error)
 		err := s.Rules.eng.detect(ctx, t, func(m match) {
 			f := Finding{Kind: KindSecret, Rule: s.Rules.eng.rules[m.rule].cfg.RuleID, Where: seg.where,
 				Decoding: seg.decoding(), secret: secretText(m.secret), header: seg.header,
-				Snippet: strings.TrimSpace(snippet(m.line, m.secret))}
+				Snippet: strings.TrimSpace(snippet(m.line, m.secret)), basic: basicPassword(seg, m.secret)}
 			if seg.line > 0 && seg.depth == 0 && m.start >= counted {
 				line += strings.Count(t[counted:m.start], "\n")
 				counted = m.start

@@ -1,0 +1,233 @@
+package scanner
+
+import (
+	"bytes"
+	"io"
+	"mime/quotedprintable"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// More layers a sender may wrap a secret in, besides base64, plain hex and
+// one level of percent-encoding (layers.go). Each decoder reports false
+// when the text does not hold its encoding, cheaply: a text without any
+// costs a byte scan or an Index.
+
+const (
+	encHexSep  = "hex-separated"
+	encEscapes = "escapes"
+	encQP      = "quoted-printable"
+	// maxPercentLevels are the percent layers peeled as one: %2567 is
+	// %67 is g.
+	maxPercentLevels = 3
+	// minHexPairs is the shortest separated hex run decoded.
+	minHexPairs = 16
+)
+
+// percentLevels undoes up to maxPercentLevels of percent-encoding and
+// returns the levels peeled.
+func percentLevels(s string) (string, int) {
+	n := 0
+	for n < maxPercentLevels && hasPercent(s) {
+		d := percentDecode(s)
+		if d == s {
+			break
+		}
+		s, n = d, n+1
+	}
+	return s, n
+}
+
+func hexVal(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// hexSepRuns finds runs of hex pairs with one separator between them
+// ("41-4b-…", "41:4b", "41 4b", "\x41\x4b", "0x41, 0x4b") that decode to
+// text.
+func hexSepRuns(s string) []run {
+	var out []run
+	for i := 0; i+5 < len(s); i++ {
+		if _, ok := hexVal(s[i]); !ok {
+			continue
+		}
+		if _, ok := hexVal(s[i+1]); !ok {
+			continue
+		}
+		// The separator is what follows the first pair; a prefix form is
+		// what precedes it.
+		var prefix, sep string
+		switch {
+		case i >= 2 && s[i-2] == '\\' && s[i-1] == 'x':
+			prefix = `\x`
+		case i >= 2 && s[i-2] == '0' && (s[i-1] == 'x' || s[i-1] == 'X'):
+			prefix = s[i-2 : i]
+			if i+4 < len(s) && s[i+2] == ',' && s[i+3] == ' ' {
+				sep = ", "
+			} else if i+2 < len(s) && s[i+2] == ',' {
+				sep = ","
+			}
+		default:
+			if strings.IndexByte("-: ,", s[i+2]) < 0 {
+				continue
+			}
+			sep = s[i+2 : i+3]
+		}
+		start := i - len(prefix)
+		var dec []byte
+		j := i
+		for {
+			hi, _ := hexVal(s[j])
+			lo, _ := hexVal(s[j+1])
+			dec = append(dec, hi<<4|lo)
+			j += 2
+			k := j + len(sep) + len(prefix)
+			if k+2 > len(s) || s[j:j+len(sep)] != sep || s[j+len(sep):k] != prefix {
+				break
+			}
+			if _, ok := hexVal(s[k]); !ok {
+				break
+			}
+			if _, ok := hexVal(s[k+1]); !ok {
+				break
+			}
+			j = k
+		}
+		if len(dec) >= minHexPairs && textual(dec) {
+			out = append(out, run{start: start, end: j, enc: encHexSep, decoded: string(dec)})
+		}
+		i = j - 1
+	}
+	return out
+}
+
+// hasEscapes reports whether s holds backslash escapes of the kinds
+// unescape undoes (JSON's, \u, \x): text that is itself an escaped string.
+func hasEscapes(s string) bool {
+	for i := strings.IndexByte(s, '\\'); i >= 0 && i+1 < len(s); {
+		switch s[i+1] {
+		case '"', '\\', '/', 'u', 'n', 't', 'r':
+			return true
+		}
+		n := strings.IndexByte(s[i+2:], '\\')
+		if n < 0 {
+			return false
+		}
+		i += 2 + n
+	}
+	return false
+}
+
+// unescape undoes JSON string escapes (with \u surrogate pairs) and \xHH,
+// leaving malformed escapes as they are.
+func unescape(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch e := s[i+1]; e {
+		case '"', '\\', '/', '\'':
+			b.WriteByte(e)
+			i++
+		case 'n':
+			b.WriteByte('\n')
+			i++
+		case 't':
+			b.WriteByte('\t')
+			i++
+		case 'r':
+			b.WriteByte('\r')
+			i++
+		case 'b', 'f':
+			b.WriteByte(' ')
+			i++
+		case 'x':
+			if i+3 < len(s) {
+				hi, ok1 := hexVal(s[i+2])
+				lo, ok2 := hexVal(s[i+3])
+				if ok1 && ok2 {
+					b.WriteByte(hi<<4 | lo)
+					i += 3
+					continue
+				}
+			}
+			b.WriteByte(c)
+		case 'u':
+			r, n := unicodeEscape(s[i:])
+			if n == 0 {
+				b.WriteByte(c)
+				continue
+			}
+			b.WriteRune(r)
+			i += n - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// unicodeEscape reads \uXXXX (and a following low surrogate) at the start
+// of s; n is 0 when there is none.
+func unicodeEscape(s string) (rune, int) {
+	if len(s) < 6 {
+		return 0, 0
+	}
+	v, err := strconv.ParseUint(s[2:6], 16, 32)
+	if err != nil {
+		return 0, 0
+	}
+	r := rune(v)
+	if r >= 0xd800 && r < 0xdc00 && len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+		if lo, err := strconv.ParseUint(s[8:12], 16, 32); err == nil && lo >= 0xdc00 && lo < 0xe000 {
+			return (r-0xd800)<<10 + (rune(lo) - 0xdc00) + 0x10000, 12
+		}
+	}
+	if !utf8.ValidRune(r) {
+		r = utf8.RuneError
+	}
+	return r, 6
+}
+
+// hasQP reports whether s looks quoted-printable: a soft line break or a
+// few =XX escapes (upper-case hex, as the encoding writes them).
+func hasQP(s string) bool {
+	if strings.Contains(s, "=\r\n") || strings.Contains(s, "=\n") {
+		return true
+	}
+	n := 0
+	for i := strings.IndexByte(s, '='); i >= 0 && i+2 < len(s); {
+		if isUpperHex(s[i+1]) && isUpperHex(s[i+2]) {
+			if n++; n >= 3 {
+				return true
+			}
+		}
+		k := strings.IndexByte(s[i+1:], '=')
+		if k < 0 {
+			break
+		}
+		i += 1 + k
+	}
+	return false
+}
+
+func isUpperHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'F' }
+
+// qpDecode undoes quoted-printable, as far as it decodes.
+func qpDecode(s string) string {
+	out, _ := io.ReadAll(quotedprintable.NewReader(strings.NewReader(s)))
+	return string(bytes.ToValidUTF8(out, []byte("?")))
+}
