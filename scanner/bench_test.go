@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,17 +58,77 @@ func benchBodies() map[string][]byte {
 		fmt.Fprintf(&dense, "api_key = %q\ntoken: %s\nsecret=%s\nAuthorization: Bearer %s\n",
 			str(base62, 32), str(base62, 40), str(base64Chars, 44), str(base62+"._-", 60))
 	}
-	return map[string][]byte{"json": chat, "packages": lock, "dense": []byte(dense.String())}
+	return map[string][]byte{"json": chat, "packages": lock, "dense": []byte(dense.String()),
+		"code": codeChat(1 << 20), "nokw": noKeywordText(1 << 20)}
+}
+
+// codeChat is a chat request of about n bytes whose tool results are real
+// source code (Go's net/http, read at run time): keyword-dense (key, token,
+// auth, secret) the way an agent's traffic is.
+func codeChat(n int) []byte {
+	files, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", "net", "http", "*.go"))
+	slices.Sort(files)
+	var msgs []map[string]string
+	size := 0
+	for i := 0; size < n && len(files) > 0; i++ {
+		b, err := os.ReadFile(files[i%len(files)])
+		if err != nil {
+			break
+		}
+		if len(b) > 32<<10 {
+			b = b[:32<<10]
+		}
+		msgs = append(msgs, map[string]string{"role": "user", "content": "Please fix the failing test in " + filepath.Base(files[i%len(files)])},
+			map[string]string{"role": "tool", "content": string(b)})
+		size += len(b) + 100
+	}
+	out, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+	return out
+}
+
+// noKeywordText is prose that holds none of the rules' keywords: the cost
+// of the automaton pass alone (and the decoders' checks).
+func noKeywordText(n int) []byte {
+	rs, err := DefaultRules()
+	if err != nil {
+		panic(err)
+	}
+	var words []string
+	for _, w := range strings.Fields("a the of to in for on with at by from up about into over after under again then once here there when where why how all any both each few more most other some such no nor not only own same so than too very can will just should now city river garden kitchen bread coffee music movie book library school student teacher lesson travel train station hotel room price total number first second third last next good great new old long small large") {
+		hit := false
+		rs.eng.kw.each(" "+w+" ", func(int, int) { hit = true })
+		if !hit {
+			words = append(words, w)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(words[r.IntN(len(words))])
+		if r.IntN(12) == 0 {
+			b.WriteString(".\n")
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	out := []byte(b.String())
+	hits := 0
+	rs.eng.kw.each(string(out), func(int, int) { hits++ })
+	if hits > 0 {
+		panic(fmt.Sprintf("noKeywordText has %d keyword hits", hits))
+	}
+	return out
 }
 
 func BenchmarkScan(b *testing.B) {
 	s := testScanner(b)
 	s.MaxBodyBytes = 64 << 20
 	s.Timeout = 10 * time.Minute
-	for _, name := range []string{"json", "packages", "dense"} {
-		body := benchBodies()[name]
+	bodies := benchBodies()
+	for _, name := range []string{"json", "packages", "dense", "code", "nokw"} {
+		body := bodies[name]
 		ct := "application/json"
-		if name == "dense" {
+		if name == "dense" || name == "nokw" {
 			ct = "text/plain"
 		}
 		b.Run(name, func(b *testing.B) {
@@ -90,7 +152,7 @@ func TestWriteBenchCorpus(t *testing.T) {
 	}
 	for name, body := range benchBodies() {
 		ext := ".json"
-		if name == "dense" {
+		if name == "dense" || name == "nokw" {
 			ext = ".txt"
 		}
 		if err := os.WriteFile(filepath.Join(dir, name+ext), body, 0o644); err != nil {

@@ -57,10 +57,8 @@ func hexVal(c byte) (byte, bool) {
 func hexSepRuns(s string) []run {
 	var out []run
 	for i := 0; i+5 < len(s); i++ {
-		if _, ok := hexVal(s[i]); !ok {
-			continue
-		}
-		if _, ok := hexVal(s[i+1]); !ok {
+		// What follows a pair is the rarest byte: test it first.
+		if !afterPair[s[i+2]] || !isHexByte[s[i]] || !isHexByte[s[i+1]] {
 			continue
 		}
 		// The separator is what follows the first pair; a prefix form is
@@ -109,6 +107,18 @@ func hexSepRuns(s string) []run {
 	}
 	return out
 }
+
+// isHexByte and afterPair (what may follow a pair in a separated run) are
+// tables for hexSepRuns' inner loop.
+var isHexByte, afterPair = func() (h, a [256]bool) {
+	for c := range 256 {
+		_, h[c] = hexVal(byte(c))
+	}
+	for _, c := range []byte("-: ,\\") {
+		a[c] = true
+	}
+	return
+}()
 
 // hasEscapes reports whether s holds backslash escapes of the kinds
 // unescape undoes (JSON's, \u, \x): text that is itself an escaped string.

@@ -42,7 +42,8 @@ type matcher interface {
 
 type engineRule struct {
 	cfg      config.Rule
-	re       matcher
+	re       matcher // gitleaks' (go-re2 under the gore2regex tag)
+	small    matcher // Go's regexp, for texts under smallText
 	windowed bool // every match holds a keyword: run around hits only
 	sp       span
 	token    bool // unbounded sides end with the token (tokenBounded)
@@ -77,9 +78,27 @@ type engineScratch struct {
 	woken []int
 }
 
-// newEngine compiles cfg's rules. Rules whose regex Go's regexp can
-// compile use it (faster than go-re2 on the short windows, see
-// BenchmarkRuleEngines); any other keeps gitleaks' own.
+// smallText is where the regex engines cross over (BenchmarkRuleRegex):
+// go-re2 costs about a microsecond a call and then runs 3 to 30 times
+// faster than Go's regexp, so Go's regexp reads shorter texts.
+const smallText = 48
+
+// find is the regex's matches in t, by the faster engine for its size.
+func (er *engineRule) find(t string) [][]int {
+	if len(t) < smallText {
+		return er.small.FindAllStringIndex(t, -1)
+	}
+	return er.re.FindAllStringIndex(t, -1)
+}
+
+func (er *engineRule) submatch(t string) []string {
+	if len(t) < smallText {
+		return er.small.FindStringSubmatch(t)
+	}
+	return er.re.FindStringSubmatch(t)
+}
+
+// newEngine compiles cfg's rules.
 func newEngine(cfg config.Config) (*engine, error) {
 	e := &engine{global: cfg.Allowlists}
 	kwID := map[string]int{}
@@ -91,9 +110,9 @@ func newEngine(cfg config.Config) (*engine, error) {
 			// skipReport rules only feed composite rules.
 			continue
 		}
-		er := engineRule{cfg: r, re: r.Regex, generic: strings.Contains(strings.ToLower(r.RuleID), "generic")}
+		er := engineRule{cfg: r, re: r.Regex, small: r.Regex, generic: strings.Contains(strings.ToLower(r.RuleID), "generic")}
 		if re, err := stdregexp.Compile(r.Regex.String()); err == nil {
-			er.re = re
+			er.small = re
 		}
 		lk := make([]string, 0, len(r.Keywords))
 		for _, k := range r.Keywords {
@@ -161,7 +180,7 @@ func (e *engine) detect(ctx context.Context, text string, emit func(match)) erro
 		if er.windowed {
 			found = e.windows(er, r, text, sc.hits[r], found)
 		} else {
-			found = e.check(er, r, text, 0, er.re.FindAllStringIndex(text, -1), found)
+			found = e.check(er, r, text, 0, er.find(text), found)
 		}
 	}
 	for _, r := range e.always {
@@ -257,7 +276,7 @@ func (e *engine) windows(er *engineRule, r int, text string, hits []int, found [
 		}
 		grow := windowSide
 		for {
-			locs := er.re.FindAllStringIndex(text[ws:we], -1)
+			locs := er.find(text[ws:we])
 			left, right := false, false
 			for _, l := range locs {
 				left = left || l[0] == 0 && ws > 0
@@ -310,7 +329,7 @@ func (e *engine) check(er *engineRule, r int, text string, base int, locs [][]in
 		}
 		line := text[ls:le]
 		secret := m
-		if groups := er.re.FindStringSubmatch(m); len(groups) >= 2 {
+		if groups := er.submatch(m); len(groups) >= 2 {
 			if g := er.cfg.SecretGroup; g > 0 {
 				if len(groups) <= g {
 					continue

@@ -12,14 +12,17 @@ package scanner
 type keywordSet struct {
 	class  [256]uint8 // byte → class; letters fold to their lower case
 	nclass int
-	next   []uint16 // next[state*nclass+class]
+	next   []uint32 // next[row+class]: the next state's row (state*nclass) | termBit
 	out    [][]int  // keyword ids that end in each state (own and by suffix)
 	lens   []int    // keyword lengths by id
 }
 
-// maxKeywordStates bounds the automaton (the states must fit the uint16
-// table): the shipped rules need about 2,000.
-const maxKeywordStates = 1 << 16
+// maxKeywordStates bounds the automaton: the shipped rules need about
+// 2,000 states.
+const maxKeywordStates = 1 << 20
+
+// termBit marks a transition into a state where keywords end.
+const termBit = 1 << 31
 
 func lowerASCII(c byte) byte {
 	if c >= 'A' && c <= 'Z' {
@@ -80,7 +83,7 @@ func newKeywordSet(kws []string) (*keywordSet, bool) {
 	}
 	// Breadth first: failure links, outputs and the full transition table.
 	n := len(trie)
-	k.next = make([]uint16, n*k.nclass)
+	next := make([]int, n*k.nclass)
 	k.out = make([][]int, n)
 	fail := make([]int, n)
 	queue := []int{0}
@@ -98,15 +101,22 @@ func newKeywordSet(kws []string) (*keywordSet, bool) {
 				if s == 0 {
 					fail[t] = 0
 				} else {
-					fail[t] = int(k.next[fail[s]*k.nclass+c])
+					fail[t] = next[fail[s]*k.nclass+c]
 				}
-				k.next[s*k.nclass+c] = uint16(t)
+				next[s*k.nclass+c] = int(t)
 				queue = append(queue, int(t))
 			case s == 0:
-				k.next[c] = 0
+				next[c] = 0
 			default:
-				k.next[s*k.nclass+c] = k.next[fail[s]*k.nclass+c]
+				next[s*k.nclass+c] = next[fail[s]*k.nclass+c]
 			}
+		}
+	}
+	k.next = make([]uint32, len(next))
+	for i, t := range next {
+		k.next[i] = uint32(t * k.nclass)
+		if len(k.out[t]) > 0 {
+			k.next[i] |= termBit
 		}
 	}
 	return k, true
@@ -115,12 +125,13 @@ func newKeywordSet(kws []string) (*keywordSet, bool) {
 // each calls fn with the start offset and id of every keyword occurrence
 // in t, in order of their ends.
 func (k *keywordSet) each(t string, fn func(start, id int)) {
-	next, class, nc, out := k.next, &k.class, k.nclass, k.out
-	s := 0
+	next, class := k.next, &k.class
+	row := uint32(0)
 	for i := 0; i < len(t); i++ {
-		s = int(next[s*nc+int(class[t[i]])])
-		if ids := out[s]; len(ids) > 0 {
-			for _, id := range ids {
+		v := next[row+uint32(class[t[i]])]
+		row = v &^ termBit
+		if v&termBit != 0 {
+			for _, id := range k.out[int(row)/k.nclass] {
 				fn(i+1-k.lens[id], id)
 			}
 		}

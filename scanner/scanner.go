@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -401,17 +402,18 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 			res.Findings[i].Snippet = rep.Replace(res.Findings[i].Snippet)
 		}
 	}
-	// Nor may a location show one (see safeWhere).
-	secrets := make([]string, 0, len(pairs)/2)
-	for i := 0; i < len(pairs); i += 2 {
-		secrets = append(secrets, pairs[i])
-	}
-	for i := range res.Findings {
-		res.Findings[i].Where = safeWhere(res.Findings[i].Where, secrets)
-	}
 	// A flood of findings is reported in part: the verdict counts them all.
 	if len(res.Findings) > MaxFindings {
 		res.Findings = res.Findings[:MaxFindings]
+	}
+	// Nor may a location show one (see safeWhere).
+	secrets := make([]string, 0, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		secrets = append(secrets, strings.ToLower(pairs[i]))
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(a) - len(b) })
+	for i := range res.Findings {
+		res.Findings[i].Where = safeWhere(res.Findings[i].Where, secrets)
 	}
 	// An oversize body cannot be redacted: redactions become blocks.
 	if res.Verdict == Redact && res.BodyLen < 0 && hasBodyRedaction(res.Findings) {

@@ -20,15 +20,18 @@ func isNameToken(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '_' || c == '~' || c == '%'
 }
 
-// safeWhere returns where with secrets and data-like names masked.
+// safeWhere returns where with secrets and data-like names masked;
+// secrets are lowercased and sorted by length.
 func safeWhere(where string, secrets []string) string {
 	lw := strings.ToLower(where)
-	for _, sec := range secrets {
-		if len(sec) < 6 {
+	for _, ls := range secrets {
+		if len(ls) > len(where) {
+			break
+		}
+		if len(ls) < 6 {
 			continue
 		}
 		// Case-insensitively: header names are canonicalised.
-		ls := strings.ToLower(sec)
 		for i := strings.Index(lw, ls); i >= 0; i = strings.Index(lw, ls) {
 			where = where[:i] + "[REDACTED]" + where[i+len(ls):]
 			lw = lw[:i] + "[redacted]" + lw[i+len(ls):]
