@@ -44,7 +44,7 @@ type engineRule struct {
 	cfg      config.Rule
 	re       matcher // gitleaks' (go-re2 under the gore2regex tag)
 	small    matcher // Go's regexp, for texts under smallText
-	windowed bool // every match holds a keyword: run around hits only
+	windowed bool    // every match holds a keyword: run around hits only
 	sp       span
 	token    bool // unbounded sides end with the token (tokenBounded)
 	tail     bool // after the head the match stays in its token (tokenTail)
