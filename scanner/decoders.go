@@ -57,6 +57,19 @@ func hexVal(c byte) (byte, bool) {
 func hexSepRuns(s string) []run {
 	var out []run
 	for i := 0; i+5 < len(s); i++ {
+		// A run spans at least minHexSpan bytes of hexSepBytes: when a byte
+		// that far ahead is not one, or the last one before it that is
+		// not, no run starts up to there.
+		if e := i + minHexSpan - 1; e < len(s) {
+			k := e
+			for k > i && hexSepBytes[s[k]] {
+				k--
+			}
+			if k > i || !hexSepBytes[s[i]] {
+				i = k
+				continue
+			}
+		}
 		// What follows a pair is the rarest byte: test it first.
 		if !afterPair[s[i+2]] || !isHexByte[s[i]] || !isHexByte[s[i+1]] {
 			continue
@@ -81,27 +94,27 @@ func hexSepRuns(s string) []run {
 			sep = s[i+2 : i+3]
 		}
 		start := i - len(prefix)
-		var dec []byte
-		j := i
+		// Count the pairs first: most candidates are one pair of prose.
+		pairs, j := 0, i
 		for {
-			hi, _ := hexVal(s[j])
-			lo, _ := hexVal(s[j+1])
-			dec = append(dec, hi<<4|lo)
+			pairs++
 			j += 2
 			k := j + len(sep) + len(prefix)
-			if k+2 > len(s) || s[j:j+len(sep)] != sep || s[j+len(sep):k] != prefix {
-				break
-			}
-			if _, ok := hexVal(s[k]); !ok {
-				break
-			}
-			if _, ok := hexVal(s[k+1]); !ok {
+			if k+2 > len(s) || s[j:j+len(sep)] != sep || s[j+len(sep):k] != prefix || !isHexByte[s[k]] || !isHexByte[s[k+1]] {
 				break
 			}
 			j = k
 		}
-		if len(dec) >= minHexPairs && textual(dec) {
-			out = append(out, run{start: start, end: j, enc: encHexSep, decoded: string(dec)})
+		if pairs >= minHexPairs {
+			dec := make([]byte, 0, pairs)
+			for p, k := 0, i; p < pairs; p, k = p+1, k+2+len(sep)+len(prefix) {
+				hi, _ := hexVal(s[k])
+				lo, _ := hexVal(s[k+1])
+				dec = append(dec, hi<<4|lo)
+			}
+			if textual(dec) {
+				out = append(out, run{start: start, end: j, enc: encHexSep, decoded: ownString(dec)})
+			}
 		}
 		i = j - 1
 	}
@@ -119,6 +132,17 @@ var isHexByte, afterPair = func() (h, a [256]bool) {
 	}
 	return
 }()
+
+// hexSepBytes are the bytes of any separated hex run; minHexSpan is the
+// shortest run's length (minHexPairs pairs with one-byte separators).
+var hexSepBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isHexByte[c] || afterPair[c] || c == 'x' || c == 'X'
+	}
+	return
+}()
+
+const minHexSpan = minHexPairs*3 - 1
 
 // hasEscapes reports whether s holds backslash escapes of the kinds
 // unescape undoes (JSON's, \u, \x): text that is itself an escaped string.
@@ -212,15 +236,13 @@ func unicodeEscape(s string) (rune, int) {
 	return r, 6
 }
 
-// hasQP reports whether s looks quoted-printable: a soft line break or a
-// few =XX escapes (upper-case hex, as the encoding writes them).
+// hasQP reports whether s looks quoted-printable: three soft line breaks
+// or =XX escapes (upper-case hex, as the encoding writes them), so that
+// code with a line ending in "=" is not decoded for nothing.
 func hasQP(s string) bool {
-	if strings.Contains(s, "=\r\n") || strings.Contains(s, "=\n") {
-		return true
-	}
 	n := 0
-	for i := strings.IndexByte(s, '='); i >= 0 && i+2 < len(s); {
-		if isUpperHex(s[i+1]) && isUpperHex(s[i+2]) {
+	for i := strings.IndexByte(s, '='); i >= 0 && i+1 < len(s); {
+		if s[i+1] == '\n' || i+2 < len(s) && (s[i+1] == '\r' && s[i+2] == '\n' || isUpperHex(s[i+1]) && isUpperHex(s[i+2])) {
 			if n++; n >= 3 {
 				return true
 			}

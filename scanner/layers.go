@@ -33,11 +33,18 @@ type run struct {
 func encodedRuns(s string) []run {
 	var out []run
 	for i := 0; i < len(s); {
-		// Here s[i-1] is not base64: when s[i+15] is not either, no run
-		// starting up to there is long enough.
-		if e := i + minBase64Run - 1; e < len(s) && !isB64(s[e]) {
-			i = e + 1
-			continue
+		// Here s[i-1] is not base64: when s[i+15] is not either, or the
+		// last byte before it that is not, no run starting up to there is
+		// long enough.
+		if e := i + minBase64Run - 1; e < len(s) {
+			k := e
+			for k > i && isB64(s[k]) {
+				k--
+			}
+			if k > i || !isB64(s[i]) {
+				i = k + 1
+				continue
+			}
 		}
 		if !isB64(s[i]) {
 			i++
@@ -205,15 +212,24 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 		for _, r := range hexSepRuns(g.text) {
 			out = append(out, child(r.enc, r.decoded))
 		}
-		if d, n := percentLevels(g.text); n > 0 {
-			out = append(out, child(strings.TrimSuffix(strings.Repeat(encPercent+" > ", n), " > "), d))
+		if hasPercent(g.text) {
+			levels := 0
+			d, ok := decodeLines(g.text, hasPercent, func(l string) string {
+				d, n := percentLevels(l)
+				levels = max(levels, n)
+				return d
+			})
+			if ok {
+				out = append(out, child(strings.TrimSuffix(strings.Repeat(encPercent+" > ", levels), " > "), d))
+			}
 		}
 		if hasEscapes(g.text) {
-			if d := unescape(g.text); d != g.text {
+			if d, ok := decodeLines(g.text, hasEscapes, unescape); ok {
 				out = append(out, child(encEscapes, d))
 			}
 		}
 		if hasQP(g.text) {
+			// Soft line breaks join lines: quoted-printable is decoded whole.
 			if d := qpDecode(g.text); d != g.text {
 				out = append(out, child(encQP, d))
 			}
@@ -310,4 +326,40 @@ func isBasicValue(g *segment, r run) bool {
 		return false
 	}
 	return strings.EqualFold(strings.TrimSpace(g.text[i+2:r.start]), "Basic") && strings.TrimSpace(g.text[r.end:]) == ""
+}
+
+// decodeLines decodes the lines of s that has reports as encoded and
+// returns them alone, one per line: the layer holds what decoding
+// changed, not another copy of a long text with a few escapes (source
+// code's "\n" and "%02x"), and each line keeps its context (a key before
+// an encoded value).
+func decodeLines(s string, has func(string) bool, dec func(string) string) (string, bool) {
+	var parts []string
+	n := 0
+	for len(s) > 0 {
+		line := s
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if !has(line) {
+			continue
+		}
+		if d := dec(line); d != line {
+			parts = append(parts, d)
+			n += len(d) + 1
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "", false
+	case 1:
+		return parts[0], true
+	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		b = append(append(b, p...), '\n')
+	}
+	return ownString(b), true
 }
