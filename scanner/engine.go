@@ -46,6 +46,7 @@ type engineRule struct {
 	small    matcher // Go's regexp, for texts under smallText
 	windowed bool    // every match holds a keyword: run around hits only
 	sp       span
+	large    bool // too many instructions for Go's backtracker
 	token    bool // unbounded sides end with the token (tokenBounded)
 	tail     bool // after the head the match stays in its token (tokenTail)
 	head     int  // the head's length when tail
@@ -91,12 +92,19 @@ func (er *engineRule) find(t string) [][]int {
 	return er.re.FindAllStringIndex(t, -1)
 }
 
+// submatch is the regex's groups on a match string: Go's regexp for short
+// ones unless the program is too large for its backtracker (it then runs
+// its slow NFA: 20 to 100 µs a match of generic-api-key, see
+// BenchmarkSubmatch).
 func (er *engineRule) submatch(t string) []string {
-	if len(t) < smallText {
+	if len(t) < smallText && !er.large {
 		return er.small.FindStringSubmatch(t)
 	}
 	return er.re.FindStringSubmatch(t)
 }
+
+// maxBacktrackProg is Go's regexp's limit for its backtracker.
+const maxBacktrackProg = 500
 
 // newEngine compiles cfg's rules.
 func newEngine(cfg config.Config) (*engine, error) {
@@ -118,6 +126,11 @@ func newEngine(cfg config.Config) (*engine, error) {
 		for _, k := range r.Keywords {
 			if k = strings.ToLower(k); k != "" {
 				lk = append(lk, k)
+			}
+		}
+		if p, err := syntax.Parse(r.Regex.String(), syntax.Perl); err == nil {
+			if prog, err := syntax.Compile(p.Simplify()); err == nil {
+				er.large = len(prog.Inst) > maxBacktrackProg
 			}
 		}
 		if len(lk) > 0 {

@@ -79,3 +79,34 @@ func BenchmarkKeywordSet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSubmatch compares the engines on what check does per match:
+// the secret group of a match string.
+func BenchmarkSubmatch(b *testing.B) {
+	rs, err := DefaultRules()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, id := range []string{"generic-api-key", "github-pat"} {
+		var er *engineRule
+		for i := range rs.eng.rules {
+			if rs.eng.rules[i].cfg.RuleID == id {
+				er = &rs.eng.rules[i]
+			}
+		}
+		m := `api_key = "` + randomString(base62, 32) + `"`
+		if id == "github-pat" {
+			m = "ghp_" + randomString(base62, 36)
+		}
+		b.Run(id+"/std", func(b *testing.B) {
+			for b.Loop() {
+				er.small.FindStringSubmatch(m)
+			}
+		})
+		b.Run(id+"/gitleaks", func(b *testing.B) {
+			for b.Loop() {
+				er.re.FindStringSubmatch(m)
+			}
+		})
+	}
+}
