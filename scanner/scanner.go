@@ -478,4 +478,3 @@ type segment struct {
 }
 
 func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }
-
