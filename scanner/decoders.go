@@ -236,14 +236,16 @@ func unicodeEscape(s string) (rune, int) {
 	return r, 6
 }
 
-// hasQP reports whether s looks quoted-printable: three soft line breaks
-// or =XX escapes (upper-case hex, as the encoding writes them), so that
-// code with a line ending in "=" is not decoded for nothing.
+// hasQP reports whether s looks quoted-printable: two soft line breaks or
+// escapes of what the encoding must escape ("=3D" for "=", "=20", "=09",
+// "=0D", "=0A"), so that code with a line ending in "=" or a key=value
+// whose value starts with two upper-case hex digits is not decoded for
+// nothing.
 func hasQP(s string) bool {
 	n := 0
 	for i := strings.IndexByte(s, '='); i >= 0 && i+1 < len(s); {
-		if s[i+1] == '\n' || i+2 < len(s) && (s[i+1] == '\r' && s[i+2] == '\n' || isUpperHex(s[i+1]) && isUpperHex(s[i+2])) {
-			if n++; n >= 3 {
+		if softBreak(s, i) || i+2 < len(s) && qpMust(s[i+1:i+3]) {
+			if n++; n >= 2 {
 				return true
 			}
 		}
@@ -256,10 +258,62 @@ func hasQP(s string) bool {
 	return false
 }
 
-func isUpperHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'F' }
+// softBreak reports a quoted-printable soft line break at s[i]: "=" at the
+// end of a long line (encoders wrap at 76), which base64's padding at the
+// end of a short line is not.
+func softBreak(s string, i int) bool {
+	if !(i+1 < len(s) && s[i+1] == '\n' || i+2 < len(s) && s[i+1] == '\r' && s[i+2] == '\n') {
+		return false
+	}
+	start := strings.LastIndexByte(s[:i], '\n') + 1
+	return i-start >= 60
+}
+
+// qpMust reports the escapes that quoted-printable cannot do without.
+func qpMust(h string) bool {
+	switch h {
+	case "3D", "20", "09", "0D", "0A":
+		return true
+	}
+	return false
+}
 
 // qpDecode undoes quoted-printable, as far as it decodes.
 func qpDecode(s string) string {
 	out, _ := io.ReadAll(quotedprintable.NewReader(strings.NewReader(s)))
 	return string(bytes.ToValidUTF8(out, []byte("?")))
+}
+
+// qpLines decodes the logical lines of s (physical lines joined at soft
+// breaks) that look quoted-printable on their own, like decodeLines: one
+// base64 value ending a short line in "=" must not make a whole text a
+// quoted-printable layer.
+func qpLines(s string) (string, bool) {
+	var parts []string
+	for len(s) > 0 {
+		// A logical line ends at a newline not preceded by "=".
+		end := 0
+		for {
+			i := strings.IndexByte(s[end:], '\n')
+			if i < 0 {
+				end = len(s)
+				break
+			}
+			end += i + 1
+			if !(end >= 2 && s[end-2] == '=' || end >= 3 && s[end-2] == '\r' && s[end-3] == '=') {
+				break
+			}
+		}
+		line := s[:end]
+		s = s[end:]
+		if hasQP(line) {
+			if d := qpDecode(line); d != line {
+				parts = append(parts, d)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	return strings.Join(parts, "\n"), true
 }

@@ -229,8 +229,7 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 			}
 		}
 		if hasQP(g.text) {
-			// Soft line breaks join lines: quoted-printable is decoded whole.
-			if d := qpDecode(g.text); d != g.text {
+			if d, ok := qpLines(g.text); ok {
 				out = append(out, child(encQP, d))
 			}
 		}
