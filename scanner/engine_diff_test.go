@@ -24,8 +24,9 @@ import (
 //     (findExamples); operators allow a rule per host if they must;
 //   - a "gitleaks:allow" comment on the line does not hide a finding: the
 //     sender of a request would write it;
-//   - a composite rule (requiredRules) reports its primary finding when
-//     every required rule has a finding in the same text, at any distance.
+//   - a composite rule (requiredRules) reports its primary finding without
+//     checking its required rules (rules marked skipReport, which only
+//     feed composites, are not run).
 //
 // And one where we may report less: a match of a rule that is not
 // token-bounded (a PEM block, a curl command line) longer than maxSpanSide
