@@ -161,11 +161,7 @@ func features(s string) uint32 {
 func delimitedHexAt(s string, i int, f *uint32) {
 	d := s[i+2]
 	if (d == '-' || d == ':' || d == '.' || d == ',' || d == ' ') && s[i+5] == d &&
-		isHexByte(s[i+1]) && isHexByte(s[i+3]) && isHexByte(s[i+4]) && isHexByte(s[i+6]) && isHexByte(s[i+7]) {
+		isHexByte[s[i+1]] && isHexByte[s[i+3]] && isHexByte[s[i+4]] && isHexByte[s[i+6]] && isHexByte[s[i+7]] {
 		*f |= fDelimHex
 	}
-}
-
-func isHexByte(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }

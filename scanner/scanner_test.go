@@ -179,7 +179,7 @@ func TestScanWhere(t *testing.T) {
 func TestSplitAcrossWindows(t *testing.T) {
 	s := testScanner(t)
 	tok := MustFake(t, "github-pat")
-	for _, at := range []int{batchBytes - 20, 2*(batchBytes-windowOverlap) - 10, 3 << 20} {
+	for _, at := range []int{64<<10 - 20, 2*(56<<10) - 10, windowSide - 3, 3 << 20} {
 		body := bytes.Repeat([]byte("lorem ipsum dolor sit amet\n"), (4<<20)/27)
 		copy(body[at:], " "+tok+" ")
 		res, err := s.Scan(context.Background(), &Request{Header: http.Header{}, Body: bytes.NewReader(body)})
