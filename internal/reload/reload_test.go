@@ -53,14 +53,27 @@ func TestRunPollsTheFile(t *testing.T) {
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("%d reloads of an unchanged file", n)
 	}
-	os.WriteFile(path, []byte("two, longer"), 0o600)
+	// Written whole (temp file and rename), as editors and ConfigMaps do: a
+	// poll must not see the file half-written, which is a change of its own.
+	replaceFile(t, path, "two, longer")
 	waitFor(t, func() bool { return calls.Load() == 1 })
 	time.Sleep(50 * time.Millisecond)
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("a broken file was reloaded %d times; want once until it changes", n)
 	}
-	os.WriteFile(path, []byte("three"), 0o600)
+	replaceFile(t, path, "three")
 	waitFor(t, func() bool { return calls.Load() == 2 })
+}
+
+func replaceFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
