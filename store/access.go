@@ -174,6 +174,7 @@ func (s *Store) DecideAccessRequest(ctx context.Context, id string, d AccessDeci
 		if err := tx.Commit(); err != nil {
 			return AccessRequest{}, fmt.Errorf("store: decide access request: %w", err)
 		}
+		s.published(ctx, ChangeGrants, id)
 		a.State = AccessExpired
 		return a, fmt.Errorf("%w: access request %s expired before it was decided", ErrConflict, id)
 	}
@@ -193,6 +194,7 @@ func (s *Store) DecideAccessRequest(ctx context.Context, id string, d AccessDeci
 	if err := tx.Commit(); err != nil {
 		return AccessRequest{}, fmt.Errorf("store: decide access request: %w", err)
 	}
+	s.published(ctx, ChangeGrants, id)
 	return a, nil
 }
 
@@ -212,5 +214,8 @@ func (s *Store) ExpireAccessRequests(ctx context.Context, now time.Time) (int64,
 		return 0, fmt.Errorf("store: expire access requests: %w", err)
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.published(ctx, ChangeGrants, "")
+	}
 	return n, nil
 }

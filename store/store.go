@@ -52,6 +52,10 @@ type Store struct {
 	pgConfig *pgx.ConnConfig
 	// Now is the clock for timestamps the store fills in. Nil: time.Now.
 	Now func() time.Time
+	// Replica names this process in the changes it publishes, so that it
+	// can tell its own from its peers' (cmd uses host name and pid). Empty:
+	// its changes carry no origin.
+	Replica string
 }
 
 // dsn builds the connection string. The pragmas go in the DSN because a
