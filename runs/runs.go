@@ -66,6 +66,7 @@ type Service struct {
 	mu      sync.Mutex
 	expires map[string]time.Time // live runs' expiry (zero: none)
 	grants  []string             // ids of the grants last installed, sorted
+	lookups lookups              // LookupToken's bounds
 }
 
 // Request asks for a new run.
@@ -218,7 +219,8 @@ func (m *Service) EndRun(ctx context.Context, id, actor string) (Run, error) {
 	m.mu.Lock()
 	delete(m.expires, id)
 	m.mu.Unlock()
-	run, err := m.Store.EndRun(ctx, id, time.Time{})
+	at := time.Now()
+	run, err := m.Store.EndRun(ctx, id, at)
 	if err != nil {
 		return run, err
 	}
@@ -227,7 +229,11 @@ func (m *Service) EndRun(ctx context.Context, id, actor string) (Run, error) {
 			m.logger().Warn("run phantoms not forgotten", "run", id, "err", err)
 		}
 	}
-	m.audit(ctx, actor, "run.ended", run.Tenant, id, fmt.Sprintf("tunnels closed: %d", closed))
+	// The store keeps the first end: when it is not ours, another replica
+	// (or an earlier call) ended the run and wrote the audit entry.
+	if run.Ended.Equal(at) {
+		m.audit(ctx, actor, "run.ended", run.Tenant, id, fmt.Sprintf("tunnels closed: %d", closed))
+	}
 	m.logger().Info("run ended", "run", id, "tenant", run.Tenant, "actor", actor, "was_registered", removed, "tunnels_closed", closed)
 	return run, nil
 }
@@ -358,7 +364,8 @@ func (m *Service) sweep(ctx context.Context) {
 	}
 }
 
-// Run sweeps expired runs and refreshes grants every Interval until ctx ends.
+// Run sweeps expired runs, resyncs runs with the store (what replicas
+// sharing it did) and refreshes grants every Interval until ctx ends.
 func (m *Service) Run(ctx context.Context) {
 	iv := m.Interval
 	if iv <= 0 {
@@ -372,6 +379,9 @@ func (m *Service) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			m.sweep(ctx)
+			if err := m.Resync(ctx); err != nil {
+				m.logger().Error("runs not resynced", "err", err)
+			}
 			if err := m.RefreshGrants(ctx); err != nil {
 				m.logger().Error("grants not refreshed", "err", err)
 			}

@@ -41,6 +41,13 @@ type world struct {
 type failStore struct {
 	runstore.Store
 	CreateRunFn func(ctx context.Context, r runs.Run) (runs.Run, error)
+	// byToken counts RunByTokenHash calls.
+	byToken int
+}
+
+func (f *failStore) RunByTokenHash(ctx context.Context, h string) (runs.Run, error) {
+	f.byToken++
+	return f.Store.RunByTokenHash(ctx, h)
 }
 
 func (f *failStore) CreateRun(ctx context.Context, r runs.Run) (runs.Run, error) {
@@ -56,7 +63,11 @@ type fakeGateway struct{ closed, rechecked int }
 func (g *fakeGateway) CloseRun(string) int { g.closed++; return 0 }
 func (g *fakeGateway) PolicyChanged() int  { g.rechecked++; return 0 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newReplica(t, nil) }
+
+// newReplica is a world sharing peer's store (a replica beside it), or with
+// a store of its own when peer is nil.
+func newReplica(t *testing.T, peer *world) *world {
 	t.Helper()
 	tok, err := rules.NewToken()
 	if err != nil {
@@ -74,10 +85,13 @@ func newWorld(t *testing.T) *world {
 	if w.engine, err = rules.Compile(cfg.Policy(), cfg.Token); err != nil {
 		t.Fatal(err)
 	}
-	if w.st, err = store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName)); err != nil {
+	if peer != nil {
+		w.st = peer.st
+	} else if w.st, err = store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName)); err != nil {
 		t.Fatal(err)
+	} else {
+		t.Cleanup(func() { w.st.Close() })
 	}
-	t.Cleanup(func() { w.st.Close() })
 	w.store = &failStore{Store: runstore.New(w.st)}
 	w.svc = &runs.Service{
 		Store:  w.store,
