@@ -67,6 +67,10 @@ type Service struct {
 	expires map[string]time.Time // live runs' expiry (zero: none)
 	grants  []string             // ids of the grants last installed, sorted
 	lookups lookups              // LookupToken's bounds
+	// grantExpiry is the first expiry among the grants installed; wake
+	// tells the loop that a sooner deadline may have come (loop.go).
+	grantExpiry time.Time
+	wake        chan struct{}
 }
 
 // Request asks for a new run.
@@ -245,6 +249,7 @@ func (m *Service) track(id string, exp time.Time) {
 		m.expires = map[string]time.Time{}
 	}
 	m.expires[id] = exp
+	m.poke()
 }
 
 func (m *Service) audit(ctx context.Context, actor, action, tenant, target, detail string) {
@@ -360,31 +365,6 @@ func (m *Service) sweep(ctx context.Context) {
 	for _, id := range due {
 		if _, err := m.EndRun(ctx, id, "sluice (ttl)"); err != nil {
 			m.logger().Error("expired run not ended", "run", id, "err", err)
-		}
-	}
-}
-
-// Run sweeps expired runs, resyncs runs with the store (what replicas
-// sharing it did) and refreshes grants every Interval until ctx ends.
-func (m *Service) Run(ctx context.Context) {
-	iv := m.Interval
-	if iv <= 0 {
-		iv = 30 * time.Second
-	}
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.sweep(ctx)
-			if err := m.Resync(ctx); err != nil {
-				m.logger().Error("runs not resynced", "err", err)
-			}
-			if err := m.RefreshGrants(ctx); err != nil {
-				m.logger().Error("grants not refreshed", "err", err)
-			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,10 +59,10 @@ func (f *failStore) CreateRun(ctx context.Context, r runs.Run) (runs.Run, error)
 }
 
 // fakeGateway counts what the service asks of the gateway (no tunnels here).
-type fakeGateway struct{ closed, rechecked int }
+type fakeGateway struct{ closed, rechecked atomic.Int64 }
 
-func (g *fakeGateway) CloseRun(string) int { g.closed++; return 0 }
-func (g *fakeGateway) PolicyChanged() int  { g.rechecked++; return 0 }
+func (g *fakeGateway) CloseRun(string) int { g.closed.Add(1); return 0 }
+func (g *fakeGateway) PolicyChanged() int  { g.rechecked.Add(1); return 0 }
 
 func newWorld(t *testing.T) *world { return newReplica(t, nil) }
 
@@ -139,8 +140,8 @@ func TestCreateAndEndRun(t *testing.T) {
 	if _, err := w.svc.EndRun(ctx, c.Run.ID, "ada"); err != nil {
 		t.Fatal(err)
 	}
-	if w.works(c) || w.gw.closed != 1 {
-		t.Errorf("after EndRun: token works %v, tunnels closed %d times", w.works(c), w.gw.closed)
+	if w.works(c) || w.gw.closed.Load() != 1 {
+		t.Errorf("after EndRun: token works %v, tunnels closed %d times", w.works(c), w.gw.closed.Load())
 	}
 	if _, err := w.svc.EndRun(ctx, "run_unknown", "ada"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ending an unknown run: %v", err)
@@ -243,8 +244,8 @@ func TestDecideAccessAndRefresh(t *testing.T) {
 	if _, err := w.svc.DecideAccess(ctx, runs.Decision{ID: x.ID, Approve: false, Reviewer: "rex"}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("second decision: %v, want a conflict", err)
 	}
-	if w.gw.rechecked != 0 {
-		t.Fatalf("tunnels re-checked %d times before any grant ended", w.gw.rechecked)
+	if w.gw.rechecked.Load() != 0 {
+		t.Fatalf("tunnels re-checked %d times before any grant ended", w.gw.rechecked.Load())
 	}
 	// The grant ends: it leaves the engine and open tunnels are re-checked.
 	if _, err := w.st.ExpireAccessRequests(ctx, time.Now().Add(2*time.Hour)); err != nil {
@@ -253,7 +254,7 @@ func TestDecideAccessAndRefresh(t *testing.T) {
 	if err := w.svc.RefreshGrants(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if g := w.engine.Grants(); len(g) != 0 || w.gw.rechecked != 1 {
-		t.Errorf("after the grant ended: grants %+v, re-checked %d times", g, w.gw.rechecked)
+	if g := w.engine.Grants(); len(g) != 0 || w.gw.rechecked.Load() != 1 {
+		t.Errorf("after the grant ended: grants %+v, re-checked %d times", g, w.gw.rechecked.Load())
 	}
 }

@@ -55,15 +55,15 @@ func TestReplicasShareRuns(t *testing.T) {
 		if err := b.svc.SyncRun(ctx, c.Run.ID); err != nil || !b.works(c) {
 			t.Fatalf("after SyncRun: works %v, %v", b.works(c), err)
 		}
-		closed := b.gw.closed
+		closed := b.gw.closed.Load()
 		if _, err := a.svc.EndRun(ctx, c.Run.ID, "ada"); err != nil {
 			t.Fatal(err)
 		}
 		if !b.works(c) {
 			t.Fatal("b dropped the run before it was told")
 		}
-		if err := b.svc.SyncRun(ctx, c.Run.ID); err != nil || b.works(c) || b.gw.closed != closed+1 {
-			t.Fatalf("after the end: works %v, tunnels closed %d times, %v", b.works(c), b.gw.closed-closed, err)
+		if err := b.svc.SyncRun(ctx, c.Run.ID); err != nil || b.works(c) || b.gw.closed.Load() != closed+1 {
+			t.Fatalf("after the end: works %v, tunnels closed %d times, %v", b.works(c), b.gw.closed.Load()-closed, err)
 		}
 		// Both replicas' sweeps may end an expired run: one audit entry.
 		if _, err := b.svc.EndRun(ctx, c.Run.ID, "sluice (ttl)"); err != nil {
@@ -94,4 +94,45 @@ func TestReplicasShareRuns(t *testing.T) {
 			t.Fatalf("after resync: kept %v, ended %v, new %v", b.works(kept), b.works(gone), b.works(fresh))
 		}
 	})
+}
+
+// TestExpiriesCloseTunnelsAtOnce: a run's TTL and a grant's expiry close
+// their tunnels when they pass, not at the next sweep (an hour away here).
+func TestExpiriesCloseTunnelsAtOnce(t *testing.T) {
+	w := newWorld(t)
+	w.svc.Interval = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.svc.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	within := func(what string, d time.Duration, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(d); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v", what, d)
+			}
+		}
+	}
+	c, err := w.svc.CreateRun(ctx, runs.Request{Tenant: "acme", Class: "agent", TTL: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiry := c.Run.Expires
+	within("run ended after its TTL", time.Until(expiry)+time.Second, func() bool { return w.gw.closed.Load() == 1 })
+	if time.Now().Before(expiry) {
+		t.Fatal("run ended before its TTL")
+	}
+
+	x, err := w.st.CreateAccessRequest(ctx, store.AccessRequest{Tenant: "acme", Host: "pkg.example.test",
+		ExpiresAt: time.Now().Add(500 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.DecideAccess(ctx, runs.Decision{ID: x.ID, Approve: true, Reviewer: "rex"}); err != nil {
+		t.Fatal(err)
+	}
+	within("tunnels re-checked after the grant expired", 2*time.Second, func() bool { return w.gw.rechecked.Load() == 1 })
+	if time.Now().Before(x.ExpiresAt) {
+		t.Fatal("re-checked before the grant expired")
+	}
 }
