@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,11 +33,11 @@ type ops struct {
 	closeOnce sync.Once
 }
 
-// openStore opens the incident store (DataDir/sluice.db), the batching
+// openStore opens the incident store (DataDir/sluice.db, or PostgreSQL), the batching
 // writer behind the gateway's EventSink and the metrics. A store that cannot
 // be opened is a start-up error: nothing is served unrecorded.
 func (s *Server) openStore() error {
-	st, err := store.Open(context.Background(), filepath.Join(s.Config.DataDir, store.FileName))
+	st, err := openDatabase(context.Background(), s.Config)
 	if err != nil {
 		return fmt.Errorf("incident store: %w", err)
 	}
@@ -132,6 +131,9 @@ func (s *Server) ready(ctx context.Context) error {
 		if _, err := s.cas.Authority(t); err != nil {
 			return fmt.Errorf("tenant %s: CA unavailable", t)
 		}
+	}
+	if err := s.replicaReady(); err != nil {
+		return err
 	}
 	return s.ops.store.Ping(ctx)
 }

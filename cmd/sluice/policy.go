@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
-	"github.com/sluice-egress/sluice/store"
 )
 
 const policyUsage = "sluice policy explain|check|presets (see sluice help)"
@@ -99,13 +97,12 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 // the data directory's store, when there is one: they are part of the
 // effective policy. It never creates a store.
 func storedGrants(cfg *config.Config, tenant string) ([]rules.Grant, error) {
-	path := filepath.Join(cfg.DataPath(), store.FileName)
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil
-	}
-	st, err := store.Open(context.Background(), path)
+	st, err := existingStore(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("read grants: %w", err)
+	}
+	if st == nil {
+		return nil, nil
 	}
 	defer st.Close()
 	active, err := st.ActiveGrants(context.Background(), time.Now())

@@ -55,6 +55,7 @@ type Server struct {
 	scanner *scannerHolder
 	roots   *x509.CertPool
 	staged  *stagedReload
+	repl    *replication // agreement with replicas sharing the store (stores.go); nil on SQLite
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -131,6 +132,7 @@ func (s *Server) Open() error {
 	if err := s.openAdmin(); err != nil {
 		return err
 	}
+	s.openReplication()
 	s.proxyLn, err = net.Listen("tcp", cfg.Listen.Proxy)
 	if err != nil {
 		return fmt.Errorf("proxy listener: %w (change listen.proxy or --proxy)", err)
@@ -164,6 +166,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.runs != nil {
 		go s.runs.Run(ctx)
 	}
+	s.runReplication(ctx)
 	select {
 	case err := <-errc:
 		return err

@@ -61,12 +61,30 @@ func Shared(tb testing.TB) *Cluster {
 	return shared
 }
 
+// New starts a cluster of tb's own, stopped when tb ends; it skips or fails
+// as Shared does. For packages without a TestMain to stop a shared one.
+func New(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := Start()
+	if err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			tb.Fatalf("PostgreSQL required (%s=1) but cannot run: %v", RequireEnv, err)
+		}
+		tb.Skipf("PostgreSQL NOT TESTED: %v (install the postgresql package; CI sets %s=1)", err, RequireEnv)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
 // Main runs the tests and then stops the shared cluster, if one started:
 // func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }.
 func Main(m *testing.M) int {
 	code := m.Run()
 	if shared != nil {
 		shared.Stop()
+	}
+	if started != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: PostgreSQL NOT TESTED: %v\n", started)
 	}
 	return code
 }
