@@ -10,8 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,4 +250,93 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+const killConfig = `version: 1
+listen: {proxy: 127.0.0.1:0, admin: 127.0.0.1:0}
+data_dir: data
+store:
+  driver: postgres
+  dsn_env: SLUICE_TEST_REPLICA_DSN
+tenants:
+  default:
+    token_file: data/default.token
+    classes:
+      agent:
+        allow: []
+`
+
+// TestIncidentsSurviveSIGKILLOnPostgres is TestIncidentsSurviveSIGKILL with
+// the store in PostgreSQL: a replica killed under load has committed every
+// incident id it handed to a client.
+func TestIncidentsSurviveSIGKILLOnPostgres(t *testing.T) {
+	dsn := pgtest.New(t).NewDatabase(t)
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	tok, _ := rules.NewToken()
+	os.MkdirAll(dataDir, 0o700)
+	mustWriteFile(t, filepath.Join(dataDir, "default.token"), tok+"\n")
+	mustWriteFile(t, filepath.Join(dir, "sluice.yaml"), killConfig)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServe$")
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_REPLICA_DSN="+dsn, "SLUICE_HELPER_SERVE="+strings.Join([]string{"serve",
+		"--config", filepath.Join(dir, "sluice.yaml"), "--log-level", "warn"}, "\x1f"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := proxyLine.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	var proxy string
+	select {
+	case proxy = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("child did not start:\n%s", stderr.String())
+	}
+	const total, killAfter = 2000, 600
+	c := refusedClient(t, proxy, dataDir)
+	stop := make(chan struct{})
+	var got atomic.Int64
+	go func() {
+		for got.Load() < killAfter {
+			time.Sleep(time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		time.Sleep(100 * time.Millisecond)
+		close(stop)
+	}()
+	start := time.Now()
+	ids := hammer(c, total, 32, stop, &got)
+	el := time.Since(start)
+	cmd.Wait()
+	if len(ids) < killAfter || len(ids) >= total {
+		t.Fatalf("%d ids received; want the kill to land mid-load (after %d)", len(ids), killAfter)
+	}
+	st, err := store.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	missing := 0
+	for _, id := range ids {
+		if _, err := st.GetIncident(context.Background(), id); err != nil {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d incident ids handed to clients are not in PostgreSQL", missing, len(ids))
+	}
+	t.Logf("%d ids received in %v (%.0f refusals/s), all stored", len(ids), el.Round(time.Millisecond), float64(len(ids))/el.Seconds())
 }
