@@ -158,10 +158,14 @@ func Start() (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, lastLines(out))
 	}
-	// Durability settings off: the tests kill sluice, never this server.
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-k", dir, "-p", strconv.Itoa(c.Port),
-		"-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200", "-c", "shared_buffers=32MB")
+	args := []string{"-D", data, "-k", dir, "-p", strconv.Itoa(c.Port), "-c", "listen_addresses=",
+		"-c", "max_connections=200", "-c", "shared_buffers=32MB"}
+	// Durability off: the tests kill sluice, never this server. Measurements
+	// (docs/scaling.md) set SLUICE_POSTGRES_DURABLE=1 to keep it.
+	if os.Getenv("SLUICE_POSTGRES_DURABLE") != "1" {
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off")
+	}
+	c.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
 	log, _ := os.Create(filepath.Join(dir, "server.log"))
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	// Pdeathsig: a test binary that dies takes its server with it.
