@@ -224,7 +224,8 @@ func (s *Store) RenewIssued() error {
 	return errors.Join(errs...)
 }
 
-// RunRenewal calls RenewIssued every interval (zero: a minute) until ctx ends.
+// RunRenewal calls RenewIssued every interval (zero: a minute; more often
+// for intermediates that live less than ten of them) until ctx ends.
 func (s *Store) RunRenewal(ctx context.Context, every time.Duration) {
 	if len(s.Issuers) == 0 {
 		return
@@ -232,13 +233,17 @@ func (s *Store) RunRenewal(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = time.Minute
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
+		wait := every
+		for tenant := range s.Issuers {
+			if a := s.loaded(tenant); a != nil {
+				wait = min(wait, max(a.cert.NotAfter.Sub(a.cert.NotBefore)/10, 100*time.Millisecond))
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 			s.RenewIssued()
 		}
 	}

@@ -78,6 +78,7 @@ func (v *validator) config() {
 		v.fail("ca.leaf_ttl", "must not be negative")
 	}
 	v.storeConfig()
+	v.stepCAConfig()
 	v.dashboard()
 	v.alerts()
 	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {

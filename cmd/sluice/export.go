@@ -68,6 +68,10 @@ func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHost
 // passphrase.
 func caStore(cfg *config.Config) (*ca.Store, error) {
 	s := &ca.Store{Dir: filepath.Join(cfg.DataDir, "ca"), LeafTTL: time.Duration(cfg.CA.LeafTTL)}
+	var err error
+	if s.Issuers, err = stepCAIssuers(cfg); err != nil {
+		return nil, err
+	}
 	switch {
 	case cfg.CA.PassphraseFile != "":
 		b, err := os.ReadFile(resolve(cfg, cfg.CA.PassphraseFile))

@@ -166,6 +166,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.runs != nil {
 		go s.runs.Run(ctx)
 	}
+	go s.cas.RunRenewal(ctx, 0) // intermediates from step-ca, if any
 	s.runReplication(ctx)
 	select {
 	case err := <-errc:

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/ca/stepca"
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/rules"
@@ -320,4 +325,63 @@ func (p *peerPolicy) Identify(user, token string) (rules.Identity, error) {
 		return id, err
 	}
 	return p.Policy.Identify(user, token)
+}
+
+// stepCAIssuers builds the step-ca clients of the tenants whose root lives
+// there (tenants.<name>.step_ca). A root or key that cannot be read is a
+// start-up error.
+func stepCAIssuers(cfg *config.Config) (map[string]ca.Issuer, error) {
+	var out map[string]ca.Issuer
+	for name, t := range cfg.Tenants {
+		if t == nil || t.StepCA == nil {
+			continue
+		}
+		sc := t.StepCA
+		rootPEM, err := os.ReadFile(cfg.ResolvePath(sc.RootFile))
+		if err != nil {
+			return nil, fmt.Errorf("tenants.%s.step_ca.root_file: %w", name, err)
+		}
+		root, err := parseCertPEM(rootPEM)
+		if err != nil {
+			return nil, fmt.Errorf("tenants.%s.step_ca.root_file: %w", name, err)
+		}
+		keyPEM, err := os.ReadFile(cfg.ResolvePath(sc.ProvisionerKeyFile))
+		if err != nil {
+			return nil, fmt.Errorf("tenants.%s.step_ca.provisioner_key_file: %w", name, err)
+		}
+		key, err := parseECKeyPEM(keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("tenants.%s.step_ca.provisioner_key_file: %w", name, err)
+		}
+		if out == nil {
+			out = map[string]ca.Issuer{}
+		}
+		out[name] = &stepca.Client{URL: sc.URL, Root: root, Provisioner: sc.Provisioner, Key: key, KeyID: sc.KeyID, TTL: sc.TTL()}
+	}
+	return out, nil
+}
+
+func parseCertPEM(b []byte) (*x509.Certificate, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "CERTIFICATE" {
+		return nil, errors.New("no PEM certificate")
+	}
+	return x509.ParseCertificate(blk.Bytes)
+}
+
+// parseECKeyPEM reads a P-256 private key (SEC 1 or PKCS #8). Errors never
+// show the key.
+func parseECKeyPEM(b []byte) (*ecdsa.PrivateKey, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return nil, errors.New("no PEM key")
+	}
+	if k, err := x509.ParseECPrivateKey(blk.Bytes); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if ec, ok := k.(*ecdsa.PrivateKey); err == nil && ok {
+		return ec, nil
+	}
+	return nil, errors.New("not an EC private key (SEC 1 or PKCS #8 PEM; an encrypted one must be decrypted into a Secret)")
 }
