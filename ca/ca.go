@@ -126,6 +126,9 @@ type Authority struct {
 	// chain what follows a leaf in a handshake. Nil for a local root.
 	anchor *x509.Certificate
 	chain  [][]byte
+	// life is how long an issued intermediate had left when it arrived
+	// (step-ca backdates NotBefore: its validity overstates it).
+	life time.Duration
 }
 
 // Tenant returns the tenant this CA belongs to.

@@ -72,7 +72,8 @@ func (s *Store) issue(tenant string, iss Issuer) (*Authority, error) {
 		chain = append(chain, c.Raw)
 	}
 	a := &Authority{tenant: tenant, cert: got.Certificate, key: key, id: got.Certificate.SerialNumber.Text(16), store: s,
-		anchor: got.Root, chain: chain, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: got.Root.Raw})}
+		anchor: got.Root, chain: chain, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: got.Root.Raw}),
+		life: got.Certificate.NotAfter.Sub(s.now())}
 	s.logger().Info("ca: tenant intermediate issued", logTenant, tenant, "not_after", got.Certificate.NotAfter.UTC(),
 		logFingerprint, fingerprint(got.Root))
 	return a, nil
@@ -191,10 +192,9 @@ func inDomain(host, d string) bool {
 	return host == d || strings.HasSuffix(host, "."+d)
 }
 
-// renewAt is when an intermediate is renewed: with a third of its life left.
-func renewAt(c *x509.Certificate) time.Time {
-	return c.NotAfter.Add(-c.NotAfter.Sub(c.NotBefore) / 3)
-}
+// renewAt is when an intermediate is renewed: with a third of the life it
+// had on arrival left.
+func (a *Authority) renewAt() time.Time { return a.cert.NotAfter.Add(-a.life / 3) }
 
 // RenewIssued renews the issued intermediates that have a third of their
 // life or less left, and returns the first error. A failed renewal keeps
@@ -204,7 +204,7 @@ func (s *Store) RenewIssued() error {
 	var errs []error
 	for tenant, iss := range s.Issuers {
 		a := s.loaded(tenant)
-		if a == nil || s.now().Before(renewAt(a.cert)) {
+		if a == nil || s.now().Before(a.renewAt()) {
 			continue
 		}
 		m := s.tenantLock(tenant)
@@ -237,7 +237,7 @@ func (s *Store) RunRenewal(ctx context.Context, every time.Duration) {
 		wait := every
 		for tenant := range s.Issuers {
 			if a := s.loaded(tenant); a != nil {
-				wait = min(wait, max(a.cert.NotAfter.Sub(a.cert.NotBefore)/10, 100*time.Millisecond))
+				wait = min(wait, max(a.life/10, 100*time.Millisecond))
 			}
 		}
 		select {

@@ -63,6 +63,3 @@ func (v *validator) stepCAConfig() {
 		}
 	}
 }
-
-// StepCAPath resolves a step_ca file against the config file's directory.
-func (c *Config) StepCAPath(p string) string { return c.ResolvePath(p) }

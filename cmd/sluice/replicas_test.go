@@ -32,11 +32,11 @@ store:
   dsn_env: SLUICE_TEST_REPLICA_DSN
 tenants:
   acme:
-    token_file: acme.token
+    token_file: acme.token%[1]s
     classes:
       agent:
         allow:
-          - host: api.example.test%s
+          - host: api.example.test%[2]s
 `
 
 // replicaWorld is three Servers sharing one PostgreSQL database, one
@@ -44,14 +44,22 @@ tenants:
 // a load balancer with a shared volume.
 type replicaWorld struct {
 	dir      string
+	tenant   string // more of tenant acme's config (step_ca)
 	replicas []*Server
 	logs     []*syncBuffer
 }
 
 func newReplicaWorld(t *testing.T, n int) *replicaWorld {
 	t.Helper()
+	return newReplicaWorldIn(t, n, t.TempDir(), "")
+}
+
+// newReplicaWorldIn starts n replicas with their config in dir; tenant is
+// more of tenant acme's config.
+func newReplicaWorldIn(t *testing.T, n int, dir, tenant string) *replicaWorld {
+	t.Helper()
 	t.Setenv("SLUICE_TEST_REPLICA_DSN", pgtest.New(t).NewDatabase(t))
-	w := &replicaWorld{dir: t.TempDir()}
+	w := &replicaWorld{dir: dir, tenant: tenant}
 	tok, _ := rules.NewToken()
 	mustWriteFile(t, filepath.Join(w.dir, "acme.token"), tok+"\n")
 	w.writeConfig(t, "")
@@ -94,7 +102,7 @@ func (w *replicaWorld) writeConfig(t *testing.T, extraHost string) {
 	if extraHost != "" {
 		extra = "\n          - host: " + extraHost
 	}
-	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(replicaConfig, extra))
+	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(replicaConfig, w.tenant, extra))
 }
 
 // within polls ok every 10ms until it holds, failing the test after d.

@@ -321,9 +321,12 @@ type peerPolicy struct {
 
 func (p *peerPolicy) Identify(user, token string) (rules.Identity, error) {
 	id, err := p.Policy.Identify(user, token)
-	if err == nil || token == "" || !p.lookup(token) {
+	if err == nil || token == "" {
 		return id, err
 	}
+	// Asked again whatever the lookup says: the peer's notice may have
+	// registered the run while the lookup ran (and made its own fail).
+	p.lookup(token)
 	return p.Policy.Identify(user, token)
 }
 
