@@ -134,15 +134,6 @@ type Authority struct {
 // Tenant returns the tenant this CA belongs to.
 func (a *Authority) Tenant() string { return a.tenant }
 
-// Certificate returns the root certificate (the trust anchor, also for an
-// issued CA). Callers must not modify it.
-func (a *Authority) Certificate() *x509.Certificate {
-	if a.anchor != nil {
-		return a.anchor
-	}
-	return a.cert
-}
-
 // CertPEM returns the root certificate in PEM form (a copy).
 func (a *Authority) CertPEM() []byte { return bytes.Clone(a.certPEM) }
 

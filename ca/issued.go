@@ -140,6 +140,15 @@ func (a *Authority) chainDER() [][]byte {
 	return [][]byte{a.cert.Raw}
 }
 
+// Certificate returns the root certificate (the trust anchor, also for an
+// issued CA). Callers must not modify it.
+func (a *Authority) Certificate() *x509.Certificate {
+	if a.anchor != nil {
+		return a.anchor
+	}
+	return a.cert
+}
+
 // Issued reports whether the authority is an intermediate from an Issuer,
 // and until when it is valid.
 func (a *Authority) Issued() (bool, time.Time) { return a.anchor != nil, a.cert.NotAfter }
