@@ -121,6 +121,9 @@ type Tenant struct {
 	// Credentials are secrets the tenant's sandboxes get as phantoms, swapped for the
 	// real ones only towards their bound hosts (see credentials.go).
 	Credentials []Credential `yaml:"credentials"`
+	// StepCA, when set, keeps the tenant's root in step-ca: each replica takes
+	// short-lived intermediates from it (stepca.go). Nil: the root is local.
+	StepCA *StepCA `yaml:"step_ca"`
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and

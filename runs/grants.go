@@ -54,13 +54,21 @@ func (m *Service) RefreshGrants(ctx context.Context) error {
 	}
 	gs := make([]rules.Grant, 0, len(xs))
 	ids := make([]string, 0, len(xs))
+	var first time.Time
 	for _, x := range xs {
 		gs = append(gs, GrantOf(x))
 		ids = append(ids, x.ID)
+		if first.IsZero() || x.ExpiresAt.Before(first) {
+			first = x.ExpiresAt
+		}
 	}
 	slices.Sort(ids)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !first.Equal(m.grantExpiry) {
+		m.grantExpiry = first
+		m.poke()
+	}
 	if e := m.engine(); e != nil {
 		if err := e.SetGrants(gs); err != nil {
 			m.logger().Error("some grants were not installed", "err", err)

@@ -70,6 +70,11 @@ type Service struct {
 	mu      sync.Mutex
 	expires map[string]time.Time // live runs' expiry (zero: none)
 	grants  []string             // ids of the grants last installed, sorted
+	lookups lookups              // LookupToken's bounds
+	// grantExpiry is the first expiry among the grants installed; wake
+	// tells the loop that a sooner deadline may have come (loop.go).
+	grantExpiry time.Time
+	wake        chan struct{}
 }
 
 // Request asks for a new run.
@@ -238,7 +243,8 @@ func (m *Service) EndRun(ctx context.Context, id, actor string) (Run, error) {
 	m.mu.Lock()
 	delete(m.expires, id)
 	m.mu.Unlock()
-	run, err := m.Store.EndRun(ctx, id, time.Time{})
+	at := time.Now()
+	run, err := m.Store.EndRun(ctx, id, at)
 	if err != nil {
 		return run, err
 	}
@@ -247,7 +253,11 @@ func (m *Service) EndRun(ctx context.Context, id, actor string) (Run, error) {
 			m.logger().Warn("run phantoms not forgotten", "run", id, "err", err)
 		}
 	}
-	m.audit(ctx, actor, "run.ended", run.Tenant, id, fmt.Sprintf("tunnels closed: %d", closed))
+	// The store keeps the first end: when it is not ours, another replica
+	// (or an earlier call) ended the run and wrote the audit entry.
+	if run.Ended.Equal(at) {
+		m.audit(ctx, actor, "run.ended", run.Tenant, id, fmt.Sprintf("tunnels closed: %d", closed))
+	}
 	m.logger().Info("run ended", "run", id, "tenant", run.Tenant, "actor", actor, "was_registered", removed, "tunnels_closed", closed)
 	return run, nil
 }
@@ -259,6 +269,7 @@ func (m *Service) track(id string, exp time.Time) {
 		m.expires = map[string]time.Time{}
 	}
 	m.expires[id] = exp
+	m.poke()
 }
 
 func (m *Service) audit(ctx context.Context, actor, action, tenant, target, detail string) {
@@ -384,27 +395,6 @@ func (m *Service) sweep(ctx context.Context) {
 	for _, id := range due {
 		if _, err := m.EndRun(ctx, id, "sluice (ttl)"); err != nil {
 			m.logger().Error("expired run not ended", "run", id, "err", err)
-		}
-	}
-}
-
-// Run sweeps expired runs and refreshes grants every Interval until ctx ends.
-func (m *Service) Run(ctx context.Context) {
-	iv := m.Interval
-	if iv <= 0 {
-		iv = 30 * time.Second
-	}
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.sweep(ctx)
-			if err := m.RefreshGrants(ctx); err != nil {
-				m.logger().Error("grants not refreshed", "err", err)
-			}
 		}
 	}
 }

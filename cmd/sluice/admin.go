@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,11 +35,11 @@ type ops struct {
 	closeOnce sync.Once
 }
 
-// openStore opens the incident store (DataDir/sluice.db), the batching
+// openStore opens the incident store (DataDir/sluice.db, or PostgreSQL), the batching
 // writer behind the gateway's EventSink and the metrics. A store that cannot
 // be opened is a start-up error: nothing is served unrecorded.
 func (s *Server) openStore() error {
-	st, err := store.Open(context.Background(), filepath.Join(s.Config.DataDir, store.FileName))
+	st, err := openDatabase(context.Background(), s.Config)
 	if err != nil {
 		return fmt.Errorf("incident store: %w", err)
 	}
@@ -79,7 +78,11 @@ func (s *Server) countBytes(d gateway.Dialer) gateway.Dialer {
 func (s *Server) openAdmin() error {
 	o := &s.ops
 	if s.watch != nil {
-		s.watch.OnResult = o.metrics.PolicyReload
+		if prev := s.watch.OnResult; prev != nil {
+			s.watch.OnResult = func(ok bool) { o.metrics.PolicyReload(ok); prev(ok) }
+		} else {
+			s.watch.OnResult = o.metrics.PolicyReload
+		}
 	}
 	ln, err := net.Listen("tcp", s.Config.Listen.Admin)
 	if err != nil {
@@ -130,6 +133,9 @@ func (s *Server) ready(ctx context.Context) error {
 		if _, err := s.cas.Authority(t); err != nil {
 			return fmt.Errorf("tenant %s: CA unavailable", t)
 		}
+	}
+	if err := s.replicaReady(); err != nil {
+		return err
 	}
 	return s.ops.store.Ping(ctx)
 }

@@ -36,7 +36,7 @@ Usage:
   sluice policy check --tenant T [--class C] URL [--method M] [--config FILE] [--json]
   sluice policy presets [--json]
   sluice doctor [--proxy URL] --control URL [--denied HOST] [--direct HOST:PORT]...
-  sluice healthcheck [--proxy ADDR] [--admin ADDR]
+  sluice healthcheck [--proxy ADDR] [--admin ADDR] [--ready]
   sluice scan [PATH|-]... [--json] [--config FILE]
   sluice canary issue --tenant T [--run R] [--config FILE] [--json]
   sluice rules test --corpus DIR [--config FILE]

@@ -108,6 +108,7 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	proxy := fs.String("proxy", "127.0.0.1:3128", "proxy address to probe")
 	admin := fs.String("admin", "127.0.0.1:8080", "admin address whose /healthz to probe where it listens (empty: skip)")
 	timeout := fs.Duration("timeout", 3*time.Second, "overall timeout")
+	ready := fs.Bool("ready", false, "also require /readyz on --admin to answer 200 (a readiness probe)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -115,6 +116,11 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	defer cancel()
 	if err := doctor.Health(ctx, *proxy, *admin); err != nil {
 		return err
+	}
+	if *ready {
+		if err := doctor.Ready(ctx, *admin); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(stdout, "ok")
 	return nil

@@ -37,6 +37,9 @@ func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHost
 func caStore(cfg *config.Config) (*ca.Store, error) {
 	s := &ca.Store{Dir: filepath.Join(cfg.DataDir, "ca"), LeafTTL: time.Duration(cfg.CA.LeafTTL)}
 	var err error
+	if s.Issuers, err = stepCAIssuers(cfg); err != nil {
+		return nil, err
+	}
 	if s.Passphrase, err = cfg.CAPassphrase(); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
-	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -72,7 +70,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 		}
 		return nil, nil, err
 	}
-	grants, err := runstore.Grants(context.Background(), cfg.DataPath(), pf.tenant, time.Now())
+	grants, err := storedGrants(cfg, pf.tenant)
 	if err != nil {
 		return nil, nil, err
 	}

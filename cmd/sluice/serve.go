@@ -60,6 +60,7 @@ type Server struct {
 	staged  *stagedReload
 	// sandbox is the resolver and the transparent listeners (dns.go).
 	sandbox sandboxNet
+	repl    *replication // agreement with replicas sharing the store (stores.go); nil on SQLite
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -145,6 +146,7 @@ func (s *Server) Open() error {
 	if err := s.openAdmin(); err != nil {
 		return err
 	}
+	s.openReplication()
 	s.proxyLn, err = net.Listen("tcp", cfg.Listen.Proxy)
 	if err != nil {
 		return fmt.Errorf("proxy listener: %w (change listen.proxy or --proxy)", err)
@@ -179,6 +181,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.runs != nil {
 		go s.runs.Run(ctx)
 	}
+	go s.cas.RunRenewal(ctx, 0) // intermediates from step-ca, if any
+	s.runReplication(ctx)
 	select {
 	case err := <-errc:
 		return err

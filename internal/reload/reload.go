@@ -5,6 +5,7 @@ package reload
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/signal"
 	"sync"
@@ -28,6 +29,7 @@ type Watcher struct {
 
 	mu         sync.Mutex // one reload at a time
 	stamp      stamp
+	version    atomic.Value // string: the file's version as last tried
 	ok, failed atomic.Int64
 }
 
@@ -42,6 +44,14 @@ func (w *Watcher) Start() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stamp, _ = stampOf(w.Path, stamp{})
+	w.version.Store(hex.EncodeToString(w.stamp.hash[:8]))
+}
+
+// Version is the file's version as last loaded or tried: the first bytes of its
+// hash, in hex. Safe to call from inside Reload and OnResult.
+func (w *Watcher) Version() string {
+	v, _ := w.version.Load().(string)
+	return v
 }
 
 // stampOf stats the file and hashes it only when mtime or size changed.
@@ -97,6 +107,7 @@ func (w *Watcher) Now(why string) bool {
 		// Remember what was tried, also when it fails: a broken file is reported once,
 		// not every poll; the next change or SIGHUP tries again.
 		w.stamp = st
+		w.version.Store(hex.EncodeToString(st.hash[:8]))
 	}
 	ok := w.Reload(why) == nil
 	if ok {

@@ -3,8 +3,6 @@ package runstore
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sluice-egress/sluice/rules"
@@ -12,19 +10,13 @@ import (
 	"github.com/sluice-egress/sluice/store"
 )
 
-// Grants reads the tenant's grants (approved access requests unexpired at now) from
-// the store in the data directory dir, for the offline commands: they are part of
-// the effective policy. No store there: none. It never creates a store.
-func Grants(ctx context.Context, dir, tenant string, now time.Time) ([]rules.Grant, error) {
-	path := filepath.Join(dir, store.FileName)
-	if _, err := os.Stat(path); err != nil {
+// Grants reads the tenant's grants (approved access requests unexpired at now)
+// from st, for the offline commands: they are part of the effective policy. A nil
+// st (no store yet): none.
+func Grants(ctx context.Context, st *store.Store, tenant string, now time.Time) ([]rules.Grant, error) {
+	if st == nil {
 		return nil, nil
 	}
-	st, err := store.Open(ctx, path)
-	if err != nil {
-		return nil, fmt.Errorf("read grants: %w", err)
-	}
-	defer st.Close()
 	active, err := st.ActiveGrants(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("read grants: %w", err)

@@ -38,6 +38,16 @@ func (a Store) ActiveRuns(ctx context.Context) ([]runs.Run, error) {
 	return convert(rs, func(r store.Run) runs.Run { return runs.Run(r) }), err
 }
 
+func (a Store) GetRun(ctx context.Context, id string) (runs.Run, error) {
+	out, err := a.S.GetRun(ctx, id)
+	return runs.Run(out), err
+}
+
+func (a Store) RunByTokenHash(ctx context.Context, hash string) (runs.Run, error) {
+	out, err := a.S.RunByTokenHash(ctx, hash)
+	return runs.Run(out), err
+}
+
 func (a Store) AppendAudit(ctx context.Context, e runs.AuditEntry) (int64, error) {
 	return a.S.AppendAudit(ctx, store.AuditEntry(e))
 }
