@@ -16,11 +16,11 @@ const module = "github.com/sluice-egress/sluice/"
 var layers = [][]string{
 	// Leaves: they import nothing of ours.
 	{"incident", "rules/match", "rules/presets", "rules/packs", "internal/fileutil", "internal/reload",
-		"internal/testnet", "gateway/guard", "sandboxdns", "internal/probetag"},
+		"internal/testnet", "gateway/guard", "sandboxdns", "internal/probetag", "internal/pgtest", "internal/stepcatest"},
 	// The domain and the adapters of one technology each.
 	{"rules", "scanner", "ca", "store", "alert", "doctor"},
 	// What builds on the policy model and the scanner.
-	{"config", "derive", "phantom"},
+	{"config", "derive", "phantom", "ca/stepca"},
 	// The hot path, and the service in the middle.
 	{"gateway", "runs"},
 	// What serves or calls the service.
