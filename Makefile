@@ -17,6 +17,8 @@ build:
 
 test: ## the whole suite; the namespace tests need root (CI sets SLUICE_REQUIRE_NETNS=1)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	# Memory bounds, measured where sync.Pool keeps what it is given (not under -race).
+	$(GO) test -count=1 -run 'TestPeakMemory' ./scanner/
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
