@@ -50,6 +50,8 @@ type Config struct {
 	Alerts Alerts `yaml:"alerts"`
 	// Dashboard configures the dashboard's users and sessions.
 	Dashboard Dashboard `yaml:"dashboard"`
+	// Review configures refusals and the sandboxes' access requests (review.go).
+	Review Review `yaml:"review"`
 	// Tenants by name. No tenants means nobody is let through.
 	Tenants map[string]*Tenant `yaml:"tenants"`
 
@@ -113,6 +115,9 @@ type Tenant struct {
 	// Credentials are secrets the tenant's sandboxes get as phantoms, swapped for the
 	// real ones only towards their bound hosts (see credentials.go).
 	Credentials []Credential `yaml:"credentials"`
+	// Mode is rules.ModeShadow to let every class's policy refusals through as
+	// would-refuse incidents (onboarding); "" or enforce: refuse.
+	Mode string `yaml:"mode"`
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and
@@ -218,7 +223,7 @@ func (c *Config) Policy() *rules.Policy {
 			p.Tenants[name] = nil
 			continue
 		}
-		p.Tenants[name] = &rules.Tenant{Classes: t.Classes}
+		p.Tenants[name] = &rules.Tenant{Classes: t.Classes, Mode: t.Mode}
 	}
 	return p
 }

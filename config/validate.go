@@ -85,6 +85,7 @@ func (v *validator) config() {
 	v.storeConfig()
 	v.dashboard()
 	v.alerts()
+	v.review()
 	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
 		v.tenant(tn, c.Tenants[tn])
 	}

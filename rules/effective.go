@@ -96,6 +96,8 @@ type Grant struct {
 	Passthrough bool
 	// Expires ends the grant; zero: no end.
 	Expires time.Time
+	// Run limits the grant to one run of the tenant; "" for all of them.
+	Run string
 }
 
 // PolicyInput is what a run's effective policy is made of.
@@ -413,6 +415,7 @@ type runTable struct {
 	mu     sync.Mutex // serialises writers
 	byID   sync.Map   // string -> *liveRun
 	byHash sync.Map   // [32]byte -> *liveRun
+	gone   endedRuns  // removed runs' token hashes, for ErrRunEnded
 }
 
 type liveRun struct {
@@ -499,6 +502,7 @@ func (e *Engine) RemoveRun(id string) bool {
 	v, ok := rt.byID.LoadAndDelete(id)
 	if ok {
 		rt.byHash.Delete(v.(*liveRun).hash)
+		rt.gone.add(v.(*liveRun))
 	}
 	return ok
 }
