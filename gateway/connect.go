@@ -34,7 +34,7 @@ func (g *Gateway) connect(w http.ResponseWriter, r *http.Request, id rules.Ident
 	case rules.Inspect:
 		g.inspect(w, r, id, d, host, port)
 	default:
-		g.refuse(w, r, policyRefusal(id, d, host, port, ""))
+		g.refuseConnect(w, r, id, d, host, port)
 	}
 }
 

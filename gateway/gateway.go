@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -102,6 +103,13 @@ type Gateway struct {
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes an inspected tunnel idle for this long. Zero: 2m.
 	IdleTimeout time.Duration
+	// RefuseInTLS answers a refused CONNECT inside the TLS the client asked
+	// for, with a tenant leaf, so that the client shows the refusal's body
+	// (refusal_tls.go). false: a plain 403 to the CONNECT.
+	RefuseInTLS bool
+	// Desk takes the access requests sandboxes file at InternalHost
+	// (internal.go). nil: that host answers 503.
+	Desk Desk
 
 	scanMemOnce sync.Once
 	scanMem     *semaphore.Weighted
@@ -148,6 +156,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodConnect && isInternal(r.Host):
+		_, port := splitHostPortDefault(r.Host, -1)
+		g.internalTLS(w, r, id, port)
+	case r.URL.IsAbs() && r.URL.Scheme == "http" && isInternal(r.URL.Host):
+		g.internal(w, r, id)
 	case r.Method == http.MethodConnect:
 		g.connect(w, r, id)
 	case r.URL.IsAbs() && r.URL.Scheme == "http":
@@ -167,6 +180,10 @@ func (g *Gateway) identify(w http.ResponseWriter, r *http.Request) (rules.Identi
 	var err error
 	if ok && g.Policy != nil {
 		id, err = g.Policy.Identify(user, token)
+	}
+	if ok && errors.Is(err, rules.ErrRunEnded) {
+		g.runEnded(w, r, id)
+		return rules.Identity{}, false
 	}
 	if !ok || g.Policy == nil || err != nil {
 		w.Header().Set("Proxy-Authenticate", `Basic realm="sluice"`)
@@ -203,6 +220,11 @@ type refusal struct {
 	host   string
 	port   int
 	path   string
+	// method is what was refused when it is not the request's own (CONNECT).
+	method string
+	// found names the rule that found a secret and where ("github-pat in
+	// json:$.note"), never the value.
+	found string
 }
 
 // refuse answers with the status and Sluice-Reason, records the event and
@@ -211,7 +233,7 @@ type refusal struct {
 // incident id.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
 	inc, _ := g.record(r.Context(), r, f)
-	writeRefusal(w, f.status, f.reason, inc, f.msg)
+	writeRefusalFor(w, r, f, inc)
 }
 
 // writeRefusal is the one place a refusal is written: the status, the
@@ -283,7 +305,10 @@ func splitHostPortDefault(hostport string, def int) (string, int) {
 
 // deniedStatus maps a policy reason to the refusal sent to the client.
 func policyRefusal(id rules.Identity, d rules.Decision, host string, port int, path string) refusal {
-	return refusal{id: id, status: http.StatusForbidden, reason: d.Reason, host: host, port: port, path: path,
-		msg: "not in the allowlist of tenant " + strconv.Quote(id.Tenant) + ", class " + strconv.Quote(id.Class) +
-			"; ask for access or add an allow entry"}
+	msg := "not in the allowlist of tenant " + strconv.Quote(id.Tenant) + ", class " + strconv.Quote(id.Class) +
+		"; ask for access or add an allow entry"
+	if d.Reason == rules.ReasonRunEnded {
+		msg = "run " + strconv.Quote(id.Run) + " has ended: its token opens nothing any more; start a new run"
+	}
+	return refusal{id: id, status: http.StatusForbidden, reason: d.Reason, host: host, port: port, path: path, msg: msg}
 }
