@@ -72,7 +72,9 @@ func (s *Store) SetAccessContext(ctx context.Context, c AccessContext) error {
 	return nil
 }
 
-func validScope(s string) bool { return s == "" || s == ScopeRun || s == ScopeClass || s == ScopeTenant }
+func validScope(s string) bool {
+	return s == "" || s == ScopeRun || s == ScopeClass || s == ScopeTenant
+}
 
 // GetAccessContext returns a request's context; a request filed without one
 // (by a tenant token on the API) has the zero context with its id.
