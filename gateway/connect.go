@@ -28,13 +28,19 @@ func (g *Gateway) connect(w http.ResponseWriter, r *http.Request, id rules.Ident
 		return
 	}
 	d := g.Policy.Decide(rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect})
+	if d.Action == rules.Deny {
+		// Shadow mode, or a hold for review (hold.go); a Deny was answered.
+		if d = g.reviewConnect(w, r, id, d, host, port); d.Action == rules.Deny {
+			return
+		}
+	}
 	switch d.Action {
 	case rules.Passthrough:
 		g.passthrough(w, r, id, d, host, port)
 	case rules.Inspect:
 		g.inspect(w, r, id, d, host, port)
 	default:
-		g.refuseConnect(w, r, id, d, host, port)
+		g.refuse(w, r, policyRefusal(id, d, host, port, ""))
 	}
 }
 
@@ -92,6 +98,7 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.I
 	if t == nil {
 		return
 	}
+	g.observe(id, d, host, port, http.MethodConnect, "")
 	defer g.untrack(t)
 
 	client.SetReadDeadline(time.Now().Add(g.handshakeTimeout()))
@@ -233,8 +240,9 @@ func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d := g.decideRequest(h.id, h.host, h.port, r, ws)
 	if d.Action != rules.Allow {
-		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
-		return
+		if d = g.reviewRequest(w, r, h.id, d, h.host, h.port, ws); d.Action != rules.Allow {
+			return
+		}
 	}
 	ok, done := g.scan(w, r, h.id, h.host, h.port)
 	defer done()

@@ -36,8 +36,9 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 	}
 	d := g.decideRequest(id, host, port, r, ws)
 	if d.Action != rules.Allow {
-		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
-		return
+		if d = g.reviewRequest(w, r, id, d, host, port, ws); d.Action != rules.Allow {
+			return
+		}
 	}
 	ok, done := g.scan(w, r, id, host, port)
 	defer done()
@@ -64,6 +65,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	if !ok {
 		return
 	}
+	g.observe(id, d, host, port, r.Method, r.URL.Path)
 	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}

@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -108,8 +109,16 @@ type Gateway struct {
 	// (refusal_tls.go). false: a plain 403 to the CONNECT.
 	RefuseInTLS bool
 	// Desk takes the access requests sandboxes file at InternalHost
-	// (internal.go). nil: that host answers 503.
+	// (internal.go), and those of held refusals (hold.go). nil: that host
+	// answers 503, and nothing is held.
 	Desk Desk
+	// MaxHolds bounds the refusals held open for review at once (each run
+	// holds at most 16). Zero: 256.
+	MaxHolds int
+	// Observer is told of every request forwarded (observe.go). nil: none.
+	Observer Observer
+
+	holds holdSet // refusals held for review (hold.go)
 
 	scanMemOnce sync.Once
 	scanMem     *semaphore.Weighted
@@ -225,6 +234,11 @@ type refusal struct {
 	// found names the rule that found a secret and where ("github-pat in
 	// json:$.note"), never the value.
 	found string
+	// action is the incident's action; "" for "block".
+	action string
+	// incident, when set, was recorded already (a hold's): refuse records
+	// nothing more.
+	incident string
 }
 
 // refuse answers with the status and Sluice-Reason, records the event and
@@ -232,7 +246,10 @@ type refusal struct {
 // A refusal whose incident could not be recorded is still sent, without an
 // incident id.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
-	inc, _ := g.record(r.Context(), r, f)
+	inc := f.incident
+	if inc == "" {
+		inc, _ = g.record(r.Context(), r, f)
+	}
 	writeRefusalFor(w, r, f, inc)
 }
 
@@ -275,7 +292,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) (strin
 	host = incident.RedactHost(host)
 	e := incident.Incident{
 		Time: time.Now(), Tenant: f.id.Tenant, Class: f.id.Class, Run: f.id.Run,
-		Kind: "deny", Reason: f.reason, Action: "block",
+		Kind: "deny", Reason: f.reason, Action: cmp.Or(f.action, "block"),
 		Host: host, Port: port, Method: method, Path: incident.RedactPath(path),
 	}
 	if r != nil {

@@ -30,6 +30,9 @@ type Desk interface {
 	// Status returns a request the identity filed; ErrFilingNotFound for
 	// one of another run or tenant.
 	Status(ctx context.Context, who rules.Identity, id string) (Filed, error)
+	// Await files (or joins) the request of a held refusal and waits until
+	// it is decided or ctx ends (then ctx's error).
+	Await(ctx context.Context, f Filing) (Filed, error)
 }
 
 // Errors a Desk wraps.

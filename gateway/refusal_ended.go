@@ -16,7 +16,9 @@ func (g *Gateway) runEnded(w http.ResponseWriter, r *http.Request, id rules.Iden
 	if r.Method == http.MethodConnect {
 		rawHost, port := splitHostPortDefault(r.Host, -1)
 		if host, err := rules.NormalizeHost(rawHost); err == nil && port > 0 {
-			g.refuseConnect(w, r, id, d, host, port)
+			f := policyRefusal(id, d, host, port, "")
+			f.method = http.MethodConnect
+			g.refuseConnect(w, r, id, d, host, port, f)
 			return
 		}
 	}

@@ -186,11 +186,24 @@ func TestRunEndedRefusal(t *testing.T) {
 	w.noDials(t)
 }
 
-// fakeDesk records filings.
+// fakeDesk records filings; AwaitFn answers held ones.
 type fakeDesk struct {
 	mu      sync.Mutex
 	filed   []gateway.Filing
 	FileErr error
+	AwaitFn func(ctx context.Context, f gateway.Filing) (gateway.Filed, error)
+}
+
+func (d *fakeDesk) Await(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
+	d.mu.Lock()
+	d.filed = append(d.filed, f)
+	fn := d.AwaitFn
+	d.mu.Unlock()
+	if fn == nil {
+		<-ctx.Done()
+		return gateway.Filed{}, ctx.Err()
+	}
+	return fn(ctx, f)
 }
 
 func (d *fakeDesk) File(_ context.Context, f gateway.Filing) (gateway.Filed, error) {

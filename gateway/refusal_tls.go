@@ -18,14 +18,16 @@ import (
 // sandbox trusts for inspected hosts) and answers the first request with
 // the refusal; nothing is dialled. A passthrough host never gets a tenant
 // leaf: its clients expect the real certificate, so they get the plain 403.
-func (g *Gateway) refuseConnect(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int) {
-	f := policyRefusal(id, d, host, port, "")
-	f.method = http.MethodConnect
+// f is the refusal (policyRefusal's, with method CONNECT).
+func (g *Gateway) refuseConnect(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int, f refusal) {
 	if !g.RefuseInTLS || g.Leaf == nil || d.PassthroughHost || !policyReasons[d.Reason] && d.Reason != rules.ReasonRunEnded {
 		g.refuse(w, r, f)
 		return
 	}
-	inc, _ := g.record(r.Context(), r, f)
+	inc := f.incident
+	if inc == "" {
+		inc, _ = g.record(r.Context(), r, f)
+	}
 	g.serveTLS(w, r, id, host, port, inc, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Connection", "close")
 		writeRefusalFor(w, req, f, inc)
