@@ -17,7 +17,7 @@ import (
 // attacker-controlled text, so it loads nothing from anywhere but itself,
 // runs no script at all (no script-src: default-src 'none' forbids it)
 // and cannot be framed.
-const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
+const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // NewRouter returns the admin listener's handler: /healthz (the process is

@@ -106,3 +106,22 @@ func TestObservations(t *testing.T) {
 		t.Fatalf("after trimming: %+v", got)
 	}
 }
+
+// TestObservationWriter: Adds are counted in memory and land on Close.
+func TestObservationWriter(t *testing.T) {
+	s := MustOpen(t)
+	w := &ObservationWriter{Store: s, Interval: time.Hour}
+	for range 3 {
+		w.Add(Observation{Tenant: "acme", Class: "agent", Host: "a.example.test", Port: 443, Method: "GET", Path: "/", Verdict: ObservedAllowed})
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListObservations(context.Background(), ObservationFilter{Tenant: "acme"})
+	if err != nil || len(got) != 1 || got[0].Count != 3 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if err := (&ObservationWriter{Store: s}).Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

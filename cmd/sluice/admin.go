@@ -122,6 +122,7 @@ func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 		},
 		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
 		Runs:       s.runs,
+		Queue:      s.review.queue,
 	}
 }
 

@@ -55,6 +55,7 @@ type Server struct {
 	scanner *scannerHolder
 	roots   *x509.CertPool
 	staged  *stagedReload
+	review  review // the review loop (review.go)
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -128,6 +129,7 @@ func (s *Server) Open() error {
 	if err := s.openRuns(); err != nil {
 		return err
 	}
+	s.openReview()
 	if err := s.openAdmin(); err != nil {
 		return err
 	}
@@ -179,6 +181,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.ops.draining.Store(true) // /readyz fails from now on
 	err := s.gw.Shutdown(sctx)
 	<-errc
+	s.closeReview(context.Background())
 	s.closeOps(context.Background()) // drains the incident writer
 	s.closeAlerts()
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sluice-egress/sluice/dashboard"
+	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/runstore"
+	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/runs"
+	"github.com/sluice-egress/sluice/store"
+)
+
+// review is the review loop's wiring: the live queue the dashboard streams
+// and the observation writer behind the gateway's Observer.
+type review struct {
+	queue *dashboard.Queue
+	obs   *store.ObservationWriter
+}
+
+// openReview wires the review loop, after openRuns and before openAdmin:
+// refusals inside TLS, the gateway's Desk (sandbox filings and holds) on
+// the runs service, the live queue and webhooks for every request filed or
+// decided, and the observation log of what runs did.
+func (s *Server) openReview() {
+	cfg := s.Config
+	rs := runstore.New(s.ops.store)
+	s.review = review{queue: &dashboard.Queue{}, obs: &store.ObservationWriter{Store: s.ops.store, Logger: s.Logger}}
+	s.gw.RefuseInTLS = cfg.Review.RefuseInTLS
+	s.gw.Observer = observer{s.review.obs}
+	if s.runs == nil {
+		return
+	}
+	s.runs.Review = rs
+	s.runs.FilingBurst, s.runs.FilingEvery = cfg.Review.Burst(), cfg.Review.Every()
+	s.runs.OnAccess = func(x runs.AccessRequest, c runs.AccessContext) {
+		s.review.queue.Publish(dashboard.QueueEventOf(store.AccessRequest(x), store.AccessContext(c)))
+		if s.alerts != nil && x.State == store.AccessPending && c.Joined <= 1 {
+			// A new request goes to the webhooks as an incident-shaped
+			// notice (not stored: the request itself is).
+			s.alerts.Alert(incident.Incident{ID: x.ID, Time: x.CreatedAt, Tenant: x.Tenant, Class: c.Class, Run: c.Run,
+				Kind: "access-request", Reason: "access-requested", Action: "review", Host: x.Host,
+				Snippet: incident.Clip(x.Justification, 200)})
+		}
+	}
+	s.gw.Desk = desk{svc: s.runs, store: rs}
+}
+
+// closeReview writes the observations still pending.
+func (s *Server) closeReview(ctx context.Context) {
+	if s.review.obs != nil {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := s.review.obs.Close(cctx); err != nil {
+			s.Logger.Warn("observations not written at shutdown", "err", err)
+		}
+	}
+}
+
+// observer hands the gateway's observations to the batching writer.
+type observer struct{ w *store.ObservationWriter }
+
+func (o observer) Observe(ob gateway.Observation) {
+	v := store.ObservedAllowed
+	if ob.Shadow {
+		v = store.ObservedShadow
+	}
+	o.w.Add(store.Observation{Tenant: ob.Who.Tenant, Class: ob.Who.Class, Run: ob.Who.Run, Host: ob.Host, Port: ob.Port,
+		Method: ob.Method, Path: ob.Path, Verdict: v})
+}
+
+// desk is the gateway's Desk on the runs service.
+type desk struct {
+	svc   *runs.Service
+	store runstore.Store
+}
+
+var _ gateway.Desk = desk{}
+
+func filingOf(f gateway.Filing) runs.Filing {
+	return runs.Filing{Tenant: f.Who.Tenant, Class: f.Who.Class, Run: f.Who.Run, Host: f.Host, Ports: f.Ports,
+		Methods: f.Methods, Paths: f.Paths, Reason: f.Reason, Incident: f.Incident}
+}
+
+func filedOf(x runs.AccessRequest) gateway.Filed {
+	f := gateway.Filed{ID: x.ID, State: x.State, Host: x.Host}
+	if x.State != store.AccessPending {
+		f.Note = x.Reason
+	}
+	return f
+}
+
+// deskErr maps the service's errors to the gateway's.
+func deskErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, runs.ErrLimited):
+		return gateway.ErrFilingLimited
+	case errors.Is(err, runs.ErrInvalid):
+		return errors.Join(gateway.ErrFilingInvalid, err)
+	case errors.Is(err, store.ErrNotFound):
+		return gateway.ErrFilingNotFound
+	}
+	return err
+}
+
+func (d desk) File(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
+	x, err := d.svc.FileAccess(ctx, filingOf(f))
+	return filedOf(x.Request), deskErr(err)
+}
+
+func (d desk) Await(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
+	x, err := d.svc.AwaitAccess(ctx, filingOf(f))
+	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
+		return filedOf(x), ctxErr
+	}
+	return filedOf(x), deskErr(err)
+}
+
+// Status shows a request to the run (or tenant token) that filed it only.
+func (d desk) Status(ctx context.Context, who rules.Identity, id string) (gateway.Filed, error) {
+	x, err := d.store.GetAccessRequest(ctx, id)
+	if err != nil {
+		return gateway.Filed{}, deskErr(err)
+	}
+	c, err := d.store.GetAccessContext(ctx, id)
+	if err != nil {
+		return gateway.Filed{}, err
+	}
+	if x.Tenant != who.Tenant || c.Run != who.Run {
+		return gateway.Filed{}, gateway.ErrFilingNotFound
+	}
+	return filedOf(x), nil
+}
