@@ -16,6 +16,7 @@ import (
 
 func mountReviewPages(r chi.Router, p *pages) {
 	r.Get("/review", p.reviewQueue)
+	r.Get("/policy/propose", p.propose)
 	r.With(require(RoleReviewer)).Post("/review/{id}", p.reviewDecide)
 }
 

@@ -23,7 +23,7 @@ import (
 	"github.com/sluice-egress/sluice/store"
 )
 
-const policyUsage = "sluice policy explain|check|presets (see sluice help)"
+const policyUsage = "sluice policy explain|check|presets|propose (see sluice help)"
 
 func runPolicy(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -36,6 +36,8 @@ func runPolicy(args []string, stdout, stderr io.Writer) error {
 		return runPolicyCheck(args[1:], stdout, stderr)
 	case "presets":
 		return runPolicyPresets(args[1:], stdout, stderr)
+	case "propose":
+		return runPolicyPropose(args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: %s", errUsage, policyUsage)
 }
