@@ -30,6 +30,7 @@ const maxReviewNote = 2000
 func mountReviewAPI(r chi.Router, a *api) {
 	r.Get("/access-requests/events", a.queueEvents)
 	r.Post("/access-requests/{id}/review", a.review)
+	r.Get("/incidents/{id}/trace", a.incidentTrace)
 }
 
 // reviewBody is POST /api/access-requests/{id}/review.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
@@ -200,5 +201,39 @@ func TestProposePage(t *testing.T) {
 	}
 	if r := c.get("/policy/propose?tenant=acme&since=forever"); r.code != 400 {
 		t.Fatalf("bad since: %d", r.code)
+	}
+}
+
+// The incident page shows the decision trace; the API returns it, to the
+// incident's own tenant only.
+func TestIncidentTrace(t *testing.T) {
+	w, _ := reviewWorld(t)
+	w.insert(incident.Incident{ID: "inc_tr", Time: time.Now(), Tenant: "acme", Class: "agent", Kind: "deny",
+		Reason: "method-not-allowed", Action: "block", Host: "x.pkg.example.test", Port: 443, Method: "POST", Path: "/upload"})
+	c := w.client()
+	c.mustLogin("vera")
+	page := c.get("/incidents/inc_tr")
+	if page.code != 200 || !strings.Contains(page.body, `id="trace"`) || !strings.Contains(page.body, "method POST not in [GET]") ||
+		!strings.Contains(page.body, "host x.pkg.example.test is not api.github.test") {
+		t.Fatalf("incident page %d:\n%s", page.code, page.body)
+	}
+	get := func(auth func(*http.Request)) (int, traceView) {
+		req, _ := http.NewRequest("GET", w.srv.URL+"/api/incidents/inc_tr/trace", nil)
+		auth(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v traceView
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v
+	}
+	code, v := get(func(r *http.Request) { r.Header.Set("Authorization", "Bearer acme:"+w.tenantTokens["acme"]) })
+	if code != 200 || v.Action != "deny" || v.Reason != "method-not-allowed" || len(v.Steps) != 2 || v.Steps[1].Why != "method POST not in [GET]" {
+		t.Fatalf("trace %d %+v", code, v)
+	}
+	if code, _ := get(func(r *http.Request) { r.Header.Set("Authorization", "Bearer globex:"+w.tenantTokens["globex"]) }); code != 404 {
+		t.Fatalf("another tenant's trace: %d", code)
 	}
 }

@@ -226,6 +226,8 @@ type checkResult struct {
 	Entry   *rules.Entry `json:"entry,omitempty"`
 	Origin  string       `json:"origin,omitempty"`
 	Allowed bool         `json:"allowed"`
+	// Trace is the chain that decided it (--trace).
+	Trace []traceLine `json:"trace,omitempty"`
 }
 
 func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
@@ -233,6 +235,7 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	var pf policyFlags
 	pf.register(fs)
 	method := fs.String("method", "GET", "request method")
+	trace := fs.Bool("trace", false, "show each entry considered and why it matched or not")
 	// The URL may come before, between or after the flags.
 	var target string
 	for {
@@ -275,11 +278,15 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	var d rules.Decision
 	if u.Scheme == "https" {
 		res.Stage = rules.StageConnect.String()
-		d = p.Decide(rules.Query{Host: host, Port: port, Stage: rules.StageConnect})
+		q := rules.Query{Host: host, Port: port, Stage: rules.StageConnect}
+		d = p.Decide(q)
+		res.addTrace(*trace, p.Trace(q))
 	}
 	if u.Scheme == "http" || d.Action == rules.Inspect {
 		res.Stage = rules.StageRequest.String()
-		d = p.Decide(rules.Query{Host: host, Port: port, Method: res.Method, Path: u.EscapedPath(), Stage: rules.StageRequest})
+		q := rules.Query{Host: host, Port: port, Method: res.Method, Path: u.EscapedPath(), Stage: rules.StageRequest}
+		d = p.Decide(q)
+		res.addTrace(*trace, p.Trace(q))
 	}
 	res.Action, res.Reason, res.Entry = d.Action.String(), d.Reason, d.Entry
 	res.Allowed = d.Action != rules.Deny
@@ -291,9 +298,10 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	if d.Action == rules.Deny {
 		fmt.Fprintf(stdout, "deny %s %s: %s\n", res.Method, res.URL, d.Reason)
-		return nil
+	} else {
+		fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, entryLimits(*d.Entry), res.Origin)
 	}
-	fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, entryLimits(*d.Entry), res.Origin)
+	res.printTrace(stdout)
 	return nil
 }
 
