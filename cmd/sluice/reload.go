@@ -305,4 +305,5 @@ func (s *Server) applyReload(cfg *config.Config) {
 		}
 	}
 	s.applyCredentials(cfg)
+	s.auditModes(cfg)
 }

@@ -3,8 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/incident"
@@ -19,6 +24,9 @@ import (
 type review struct {
 	queue *dashboard.Queue
 	obs   *store.ObservationWriter
+
+	mu    sync.Mutex
+	modes map[string]bool // shadow by "tenant/class", as last loaded (auditModes)
 }
 
 // openReview wires the review loop, after openRuns and before openAdmin:
@@ -28,7 +36,9 @@ type review struct {
 func (s *Server) openReview() {
 	cfg := s.Config
 	rs := runstore.New(s.ops.store)
-	s.review = review{queue: &dashboard.Queue{}, obs: &store.ObservationWriter{Store: s.ops.store, Logger: s.Logger}}
+	s.review.queue = &dashboard.Queue{}
+	s.review.obs = &store.ObservationWriter{Store: s.ops.store, Logger: s.Logger}
+	s.auditModes(cfg)
 	s.gw.RefuseInTLS = cfg.Review.RefuseInTLS
 	s.gw.Observer = observer{s.review.obs}
 	if s.runs == nil {
@@ -135,4 +145,50 @@ func (d desk) Status(ctx context.Context, who rules.Identity, id string) (gatewa
 		return gateway.Filed{}, gateway.ErrFilingNotFound
 	}
 	return filedOf(x), nil
+}
+
+// modesOf is whether each tenant's class runs in shadow mode ("tenant/class").
+func modesOf(cfg *config.Config) map[string]bool {
+	out := map[string]bool{}
+	for tn, t := range cfg.Tenants {
+		if t == nil {
+			continue
+		}
+		for cn, cl := range t.Classes {
+			out[tn+"/"+cn] = t.Mode == rules.ModeShadow || cl != nil && cl.Mode == rules.ModeShadow
+		}
+	}
+	return out
+}
+
+// auditModes records in the audit log every class whose mode a reload
+// changed (shadow to enforce above all: from then on refusals refuse).
+func (s *Server) auditModes(cfg *config.Config) {
+	now := modesOf(cfg)
+	s.review.mu.Lock()
+	before := s.review.modes
+	s.review.modes = now
+	s.review.mu.Unlock()
+	if before == nil || s.ops.store == nil {
+		return
+	}
+	name := func(shadow bool) string {
+		if shadow {
+			return rules.ModeShadow
+		}
+		return rules.ModeEnforce
+	}
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		was, ok := before[k]
+		if !ok || was == now[k] {
+			continue
+		}
+		tenant, class, _ := strings.Cut(k, "/")
+		detail := "class " + class + ": " + name(was) + " -> " + name(now[k])
+		if _, err := s.ops.store.AppendAudit(context.Background(), store.AuditEntry{Actor: "sluice (config reload)",
+			Action: "policy.mode", Tenant: tenant, Target: class, Detail: detail}); err != nil {
+			s.Logger.Error("audit entry not written", "action", "policy.mode", "tenant", tenant, "class", class, "err", err)
+		}
+		s.Logger.Info("class mode changed", "tenant", tenant, "class", class, "detail", detail)
+	}
 }
