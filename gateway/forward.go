@@ -65,7 +65,6 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	if !ok {
 		return
 	}
-	g.observe(id, d, host, port, r.Method, r.URL.Path)
 	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
@@ -94,7 +93,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
 			inj.apply(pr.Out)
 		},
-		ModifyResponse: g.modifyResponse(inj),
+		ModifyResponse: g.observed(id, d, host, port, r, g.modifyResponse(inj)),
 		Transport:      g.transport(id.Tenant, allow),
 		// FlushInterval stays 0: bodies of known length are written in
 		// full records; ReverseProxy flushes at once for event streams and

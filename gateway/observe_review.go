@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/sluice-egress/sluice/incident"
@@ -32,6 +33,20 @@ type Observation struct {
 // observedSegments is how much of a path an observation keeps: enough for a
 // policy's prefixes, not a log of every URL.
 const observedSegments = 3
+
+// observed wraps a ReverseProxy's ModifyResponse: a request is observed
+// once its upstream answered (one the guard refused, or that failed to
+// reach its upstream, was not let through).
+func (g *Gateway) observed(id rules.Identity, d rules.Decision, host string, port int, r *http.Request, next func(*http.Response) error) func(*http.Response) error {
+	if g.Observer == nil {
+		return next
+	}
+	method, path := r.Method, r.URL.Path
+	return func(resp *http.Response) error {
+		g.observe(id, d, host, port, method, path)
+		return next(resp)
+	}
+}
 
 func (g *Gateway) observe(id rules.Identity, d rules.Decision, host string, port int, method, path string) {
 	if g.Observer == nil {
