@@ -7,7 +7,7 @@ PKGS      ?= ./...
 LDFLAGS   ?= -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN       ?= bin/sluice
 
-.PHONY: run build test test-short bench check fmt vet
+.PHONY: run build test test-short soak bench aeb check fmt vet
 
 run: ## run the gateway on its embedded default (deny-all, tenant "default")
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/sluice serve
@@ -21,9 +21,16 @@ test: ## the whole suite; the namespace tests need root (CI sets SLUICE_REQUIRE_
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+SOAK      ?= 10m
+soak: ## the gateway under mixed load on loopback for $(SOAK) (make test runs it for 60s); resources must come back
+	SLUICE_SOAK=$(SOAK) $(GO) test -count=1 -run '^TestSoak$$' -timeout 60m -v ./gateway/
+
 bench: ## through the gateway vs. direct, and the scanner vs. the gitleaks CLI, printed as ratios
 	$(GO) run ./internal/benchharness
 	sh scanner/bench.sh
+
+aeb: ## the agent-egress-bench corpus through sluice serve (needs root; corpus in SLUICE_AEB_CORPUS or ../shared/agent-egress-bench)
+	SLUICE_AEB=1 $(GO) test -count=1 -v -run TestAgentEgressBench ./e2e
 
 check: fmt vet test
 	$(GO) mod verify

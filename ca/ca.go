@@ -69,8 +69,9 @@ var (
 	ErrInvalidHost = errors.New("ca: invalid host")
 	// ErrRetired: the Authority was replaced by Rotate and no longer signs; fetch the current one with Store.Authority.
 	ErrRetired = errors.New("ca: authority was rotated")
-	// ErrExpired: the tenant's root has expired; Rotate it.
-	ErrExpired = errors.New("ca: root expired")
+	// ErrExpired: the tenant's root has expired (Rotate it), or its issued
+	// intermediate has and was not renewed.
+	ErrExpired = errors.New("ca: expired")
 )
 
 // Store holds the CAs of all tenants under Dir and mints leaf certificates for them.
@@ -91,6 +92,11 @@ type Store struct {
 	Now func() time.Time
 	// Logger receives CA lifecycle events and warnings, never key material. Nil: slog.Default().
 	Logger *slog.Logger
+	// Issuers, for the tenants they name, replace the local root: the tenant's
+	// CA is an intermediate they issue for a key made here (step-ca for
+	// replicas: the root stays there), renewed by RenewIssued. Nil or absent:
+	// the tenant's root lives in Dir.
+	Issuers map[string]Issuer
 	// OnLeaf, if set, is called after each Leaf lookup: hit reports a warm cache,
 	// d the time spent minting (or waiting for a concurrent mint) on a miss. For metrics.
 	OnLeaf func(tenant string, hit bool, d time.Duration)
@@ -115,19 +121,24 @@ type Authority struct {
 	id      string // hex serial of the root: distinguishes generations in cache and singleflight keys
 	store   *Store
 	retired atomic.Bool
+	// For a CA issued by an Issuer (issued.go): anchor is the tenant root that
+	// sandboxes trust (certPEM is its PEM; cert is the intermediate that signs),
+	// chain what follows a leaf in a handshake. Nil for a local root.
+	anchor *x509.Certificate
+	chain  [][]byte
+	// life is how long an issued intermediate had left when it arrived
+	// (step-ca backdates NotBefore: its validity overstates it).
+	life time.Duration
 }
 
 // Tenant returns the tenant this CA belongs to.
 func (a *Authority) Tenant() string { return a.tenant }
 
-// Certificate returns the root certificate. Callers must not modify it.
-func (a *Authority) Certificate() *x509.Certificate { return a.cert }
-
 // CertPEM returns the root certificate in PEM form (a copy).
 func (a *Authority) CertPEM() []byte { return bytes.Clone(a.certPEM) }
 
 // Fingerprint returns the hex SHA-256 of the root certificate's DER.
-func (a *Authority) Fingerprint() string { return fingerprint(a.cert) }
+func (a *Authority) Fingerprint() string { return fingerprint(a.Certificate()) }
 
 func fingerprint(c *x509.Certificate) string {
 	sum := sha256.Sum256(c.Raw)
@@ -227,15 +238,21 @@ func (s *Store) Authority(tenant string) (*Authority, error) {
 		return nil, err
 	}
 	if a := s.loaded(tenant); a != nil {
-		return a, nil
+		return a.checked(s.now())
 	}
 	m := s.tenantLock(tenant)
 	m.Lock()
 	defer m.Unlock()
 	if a := s.loaded(tenant); a != nil {
-		return a, nil
+		return a.checked(s.now())
 	}
-	a, err := s.loadOrCreate(tenant)
+	var a *Authority
+	var err error
+	if iss := s.Issuers[tenant]; iss != nil {
+		a, err = s.issue(tenant, iss)
+	} else {
+		a, err = s.loadOrCreate(tenant)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -127,8 +127,11 @@ func checkHost(host string) (netip.Addr, error) {
 func (a *Authority) mint(host string, ip netip.Addr) (*tls.Certificate, error) {
 	s := a.store
 	now := s.now()
-	if !now.Before(a.cert.NotAfter) {
-		return nil, fmt.Errorf("%w: tenant %q root expired at %s; rotate it", ErrExpired, a.tenant, a.cert.NotAfter.UTC().Format(time.RFC3339))
+	if err := a.usable(now); err != nil {
+		return nil, err
+	}
+	if !permits(a.cert, host, ip) {
+		return nil, fmt.Errorf("%w %q: outside the name constraints of tenant %q's intermediate", ErrInvalidHost, host, a.tenant)
 	}
 	// A fresh key per leaf: one leaked leaf key must not impersonate other hosts.
 	// P-256 keeps minting (~0.2 ms) and handshakes cheap.
@@ -183,7 +186,7 @@ func (a *Authority) mint(host string, ip netip.Addr) (*tls.Certificate, error) {
 	}
 	s.minted.Add(1)
 	return &tls.Certificate{
-		Certificate: [][]byte{der, a.cert.Raw},
+		Certificate: append([][]byte{der}, a.chainDER()...),
 		PrivateKey:  key,
 		Leaf:        leaf,
 	}, nil

@@ -50,6 +50,8 @@ type Config struct {
 	Alerts Alerts `yaml:"alerts"`
 	// Dashboard configures the dashboard's users and sessions.
 	Dashboard Dashboard `yaml:"dashboard"`
+	// DNS configures the sandboxes' resolver and their source addresses (dns.go).
+	DNS DNS `yaml:"dns"`
 	// Review configures refusals and the sandboxes' access requests (review.go).
 	Review Review `yaml:"review"`
 	// Tenants by name. No tenants means nobody is let through.
@@ -70,6 +72,12 @@ type Listen struct {
 	Proxy string `yaml:"proxy"`
 	// Admin is the dashboard and API listener; default DefaultAdminAddr.
 	Admin string `yaml:"admin"`
+	// DNS is the sandboxes' resolver (UDP and TCP); "" is off (see dns.go).
+	DNS string `yaml:"dns"`
+	// TransparentHTTP and TransparentTLS take sandbox connections redirected to the
+	// gateway (ports 80 and 443), identified by source address; "" is off.
+	TransparentHTTP string `yaml:"transparent_http"`
+	TransparentTLS  string `yaml:"transparent_tls"`
 }
 
 // Upstream configures how the gateway reaches upstream servers.
@@ -115,13 +123,16 @@ type Tenant struct {
 	// Credentials are secrets the tenant's sandboxes get as phantoms, swapped for the
 	// real ones only towards their bound hosts (see credentials.go).
 	Credentials []Credential `yaml:"credentials"`
+	// StepCA, when set, keeps the tenant's root in step-ca: each replica takes
+	// short-lived intermediates from it (stepca.go). Nil: the root is local.
+	StepCA *StepCA `yaml:"step_ca"`
 	// Mode is rules.ModeShadow to let every class's policy refusals through as
 	// would-refuse incidents (onboarding); "" or enforce: refuse.
 	Mode string `yaml:"mode"`
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and
-// one tenant "default" whose token file "default.token" lies in the data directory (cmd
+// one tenant "default" whose token file "default.token" lies in the data directory (Open
 // creates it) with a deny-all class "agent".
 func Default() *Config {
 	c := &Config{
@@ -228,6 +239,15 @@ func (c *Config) Policy() *rules.Policy {
 	return p
 }
 
+// Compile validates c and compiles its policy, reading the tenants' tokens. A config
+// changed after loading (a flag overriding a key) is checked again.
+func (c *Config) Compile() (*rules.Engine, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return rules.Compile(c.Policy(), c.Token)
+}
+
 // Token reads the token of the named tenant from its token_file or token_env, trimmed,
 // for rules.Compile. Errors name where the token was looked for, never the token.
 func (c *Config) Token(tenant string) (string, error) {
@@ -235,18 +255,15 @@ func (c *Config) Token(tenant string) (string, error) {
 	if t == nil {
 		return "", fmt.Errorf("no tenant %q", tenant)
 	}
-	var tok, src string
-	if t.TokenEnv != "" {
-		src = "token_env " + t.TokenEnv
-		tok = os.Getenv(t.TokenEnv)
-	} else {
-		p := c.TokenPath(t)
-		src = "token_file " + p
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return "", err
-		}
-		tok = string(b)
+	src := "token_env " + t.TokenEnv
+	path := ""
+	if t.TokenEnv == "" {
+		path = c.TokenPath(t)
+		src = "token_file " + path
+	}
+	tok, err := readRef(path, t.TokenEnv, os.Getenv)
+	if err != nil {
+		return "", err
 	}
 	tok = strings.TrimSpace(tok)
 	switch {

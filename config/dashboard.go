@@ -79,9 +79,4 @@ func (v *validator) dashboard() {
 	}
 }
 
-// DashboardHashPath returns where a dashboard user's password hash file
-// is, resolved against the config file's directory; "" when it is read
-// from the environment.
-func (c *Config) DashboardHashPath(u *DashboardUser) string {
-	return c.ResolvePath(u.PasswordHashFile)
-}
+//END

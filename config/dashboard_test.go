@@ -57,17 +57,3 @@ func TestDashboardConfig(t *testing.T) {
 		})
 	}
 }
-
-func TestDashboardHashPath(t *testing.T) {
-	c, err := Parse([]byte("dashboard:\n  users:\n    - {name: a, role: admin, password_hash_file: secrets/a.hash}\n"+
-		"    - {name: b, role: admin, password_hash_env: B}\n"), "/etc/sluice/sluice.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := c.DashboardHashPath(&c.Dashboard.Users[0]); got != "/etc/sluice/secrets/a.hash" {
-		t.Fatalf("path %q", got)
-	}
-	if got := c.DashboardHashPath(&c.Dashboard.Users[1]); got != "" {
-		t.Fatalf("env user path %q", got)
-	}
-}

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-egress/sluice/rules"
 )
 
 // FieldError is one problem in a config: where it is and what is wrong.
@@ -93,13 +95,6 @@ func Parse(data []byte, name string) (*Config, error) {
 	return c, nil
 }
 
-// upperMethods stores methods upper-case, as Entry.Methods documents.
-func upperMethods(ms []string) {
-	for i, m := range ms {
-		ms[i] = strings.ToUpper(strings.TrimSpace(m))
-	}
-}
-
 // setEntryLines records each entry's line from the walk and upper-cases methods.
 func (c *Config) setEntryLines() {
 	for tn, t := range c.Tenants {
@@ -112,11 +107,11 @@ func (c *Config) setEntryLines() {
 			}
 			for i := range cl.Allow {
 				cl.Allow[i].Line = c.lines[entryKey(tn, cn, "allow", i)]
-				upperMethods(cl.Allow[i].Methods)
+				rules.UpperMethods(cl.Allow[i].Methods)
 			}
 			for i := range cl.Passthrough {
 				cl.Passthrough[i].Line = c.lines[entryKey(tn, cn, "passthrough", i)]
-				upperMethods(cl.Passthrough[i].Methods)
+				rules.UpperMethods(cl.Passthrough[i].Methods)
 			}
 		}
 	}

@@ -31,7 +31,8 @@ type Scanning struct {
 	// file), layered over the defaults and the shipped packs.
 	RulePacks []string `yaml:"rule_packs"`
 	// Actions by detection rule id (or "secret" for every secret rule, or
-	// "exfil-image", "exfil-link", "url-entropy-query"): block, redact or alert.
+	// "injection" for the prompt-injection family, "exfil-image", "exfil-link",
+	// "url-entropy-query", "exfil-hostname"): block, redact or alert.
 	// Canaries always block.
 	Actions map[string]scanner.Action `yaml:"actions"`
 	// Bindings tie credentials to their own destinations, besides the shipped

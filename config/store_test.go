@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,14 @@ func TestStoreConfig(t *testing.T) {
 		{"overflow", "store:\n  retention: 9999999999999d\n", 0, "too long"},
 		{"a list", "store:\n  retention: [1d]\n", 0, "sluice.yaml:2: store.retention"},
 		{"an unknown key", "store:\n  retention: 1d\n  path: /tmp/x.db\n", 0, "sluice.yaml:3: store.path"},
+		{"postgres by env", "store:\n  driver: postgres\n  dsn_env: SLUICE_DSN\n", 90 * day, ""},
+		{"postgres by file", "store:\n  driver: postgres\n  dsn_file: pg.dsn\n", 90 * day, ""},
+		{"sqlite named", "store:\n  driver: sqlite\n", 90 * day, ""},
+		{"postgres without a dsn", "store:\n  driver: postgres\n", 0, "sluice.yaml:2: store.driver: postgres needs exactly one"},
+		{"postgres with both", "store:\n  driver: postgres\n  dsn_env: A\n  dsn_file: b\n", 0, "needs exactly one"},
+		{"a dsn for sqlite", "store:\n  dsn_env: SLUICE_DSN\n", 0, "sluice.yaml:2: store.dsn_env: is for store.driver: postgres"},
+		{"an unknown driver", "store:\n  driver: mysql\n", 0, "unknown driver \"mysql\""},
+		{"a dsn in the config", "store:\n  driver: postgres\n  dsn: host=db.test\n", 0, "sluice.yaml:3: store.dsn"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,4 +96,34 @@ func FuzzParsePeriod(f *testing.F) {
 			t.Fatalf("%q -> %v -> %q -> %v, %v", s, time.Duration(p), p.String(), time.Duration(back), err)
 		}
 	})
+}
+
+func TestStoreDSN(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "host=db.example.test password=fixture-not-a-secret"
+	os.WriteFile(filepath.Join(dir, "pg.dsn"), []byte(secret+"\n"), 0o600)
+	t.Setenv("SLUICE_TEST_DSN", "  "+secret+" ")
+	t.Setenv("SLUICE_TEST_EMPTY", "")
+	for _, tc := range []struct {
+		name, env, file, want, wantErr string
+	}{
+		{name: "env", env: "SLUICE_TEST_DSN", want: secret},
+		{name: "file", file: "pg.dsn", want: secret},
+		{name: "empty env", env: "SLUICE_TEST_EMPTY", wantErr: "store.dsn_env SLUICE_TEST_EMPTY: empty"},
+		{name: "missing file", file: "nope.dsn", wantErr: "store.dsn_file " + filepath.Join(dir, "nope.dsn")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Config{Path: filepath.Join(dir, "sluice.yaml"), Store: Store{Driver: StorePostgres, DSNEnv: tc.env, DSNFile: tc.file}}
+			got, err := c.StoreDSN()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "fixture") {
+					t.Fatalf("err %v, want %q and no DSN", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v", got, err)
+			}
+		})
+	}
 }

@@ -89,7 +89,7 @@ func TestCompileDefault(t *testing.T) {
 	if err := os.WriteFile(c.TokenPath(c.Tenants[rules.DefaultTenant]), []byte(tok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := rules.Compile(c.Policy(), c.Token)
+	e, err := c.Compile()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +104,16 @@ func TestCompileDefault(t *testing.T) {
 		if d := e.Decide(q); d.Action != rules.Deny || d.Reason != rules.ReasonHostNotAllowed {
 			t.Errorf("default policy: Decide(%+v) = %v %q, want deny", q, d.Action, d.Reason)
 		}
+	}
+}
+
+// Compile checks a config changed after loading again.
+func TestCompileValidates(t *testing.T) {
+	c := Default()
+	c.DataDir = t.TempDir()
+	os.WriteFile(c.TokenPath(c.Tenants[rules.DefaultTenant]), []byte(mustToken(t)+"\n"), 0o600)
+	c.Listen.Proxy = "not an address"
+	if _, err := c.Compile(); err == nil || !strings.Contains(err.Error(), "listen.proxy") {
+		t.Fatalf("Compile of a bad listen.proxy: %v", err)
 	}
 }

@@ -1,44 +1,27 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
-	"net/netip"
-	"strings"
+	"os"
 )
 
-// DenyRanges returns upstream.deny parsed, for the guarded dialer's ExtraDeny: ranges
-// refused besides the built-in deny list, never instead of it. An IPv4-mapped range
-// means its IPv4 range. Entries that do not parse are left out (Validate reports them).
-func (u Upstream) DenyRanges() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range u.Deny {
-		if p, err := parseRange(s); err == nil {
-			out = append(out, p)
-		}
+// UpstreamRoots returns the roots upstream TLS is verified against: the system
+// pool plus upstream.extra_roots.
+func (c *Config) UpstreamRoots() (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
 	}
-	return out
-}
-
-// parseRange parses a CIDR or a single address (its one-address range).
-func parseRange(s string) (netip.Prefix, error) {
-	s = strings.TrimSpace(s)
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
+	for _, p := range c.Upstream.ExtraRoots {
+		path := c.AbsPath(p)
+		b, err := os.ReadFile(path)
 		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("bad CIDR %q: want a range such as 198.51.100.0/24", s)
+			return nil, fmt.Errorf("upstream.extra_roots: %w", err)
 		}
-		if p.Addr().Is4In6() {
-			if p.Bits() < 96 {
-				return netip.Prefix{}, fmt.Errorf("bad CIDR %q: IPv4-mapped prefix shorter than /96", s)
-			}
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("upstream.extra_roots: %s holds no PEM certificate", path)
 		}
-		return p.Masked(), nil
 	}
-	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
-	if err != nil || a.Zone() != "" {
-		return netip.Prefix{}, fmt.Errorf("bad address %q: want an IP or a CIDR such as 198.51.100.7 or 198.51.100.0/24", s)
-	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), nil
+	return pool, nil
 }

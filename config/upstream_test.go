@@ -1,35 +1,44 @@
 package config
 
 import (
-	"net/netip"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
-// TestUpstreamDeny: upstream.deny reaches the dialer as ranges, single
-// addresses and IPv4-mapped spellings included.
-func TestUpstreamDeny(t *testing.T) {
+func TestUpstreamRoots(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "sluice.yaml")
-	os.WriteFile(filepath.Join(dir, "acme.token"), []byte("token\n"), 0o600)
-	os.WriteFile(path, []byte(`upstream:
-  deny: [198.51.100.0/24, 203.0.113.9, "::ffff:192.0.2.0/120", 2001:db8:dead::/48]
-tenants:
-  acme:
-    token_file: acme.token
-`), 0o600)
-	c, err := Load(path)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "upstream test root"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("203.0.113.9/32"),
-		netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8:dead::/48")}
-	if got := c.Upstream.DenyRanges(); !slices.Equal(got, want) {
-		t.Fatalf("DenyRanges() = %v, want %v", got, want)
+	cert, _ := x509.ParseCertificate(der)
+	os.WriteFile(filepath.Join(dir, "up.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(filepath.Join(dir, "empty.pem"), []byte("no PEM here\n"), 0o600)
+	c := &Config{Path: filepath.Join(dir, "sluice.yaml"), Upstream: Upstream{ExtraRoots: []string{"up.pem"}}}
+	pool, err := c.UpstreamRoots()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := (Upstream{}).DenyRanges(); got != nil {
-		t.Fatalf("no upstream.deny: %v, want none", got)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+		t.Fatalf("the extra root is not in the pool: %v", err)
+	}
+	for _, bad := range []string{"missing.pem", "empty.pem"} {
+		c.Upstream.ExtraRoots = []string{bad}
+		if _, err := c.UpstreamRoots(); err == nil || !strings.Contains(err.Error(), "upstream.extra_roots") {
+			t.Errorf("%s: %v, want an upstream.extra_roots error", bad, err)
+		}
 	}
 }

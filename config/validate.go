@@ -83,8 +83,10 @@ func (v *validator) config() {
 		v.fail("ca.leaf_ttl", "must not be negative")
 	}
 	v.storeConfig()
+	v.stepCAConfig()
 	v.dashboard()
 	v.alerts()
+	v.dns()
 	v.review()
 	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
 		v.tenant(tn, c.Tenants[tn])

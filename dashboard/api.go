@@ -21,13 +21,12 @@ const (
 	DefaultRunTTL = time.Hour
 	MaxRunTTL     = 7 * 24 * time.Hour
 	// DefaultAccessTTL and MaxAccessTTL bound an access request's (and its grant's) life.
-	DefaultAccessTTL = 24 * time.Hour
-	MaxAccessTTL     = 90 * 24 * time.Hour
+	DefaultAccessTTL = runs.DefaultAccessTTL
+	MaxAccessTTL     = runs.MaxAccessTTL
 
-	maxRunBody       = 4 << 20 // manifests
-	maxBody          = 64 << 10
-	maxManifests     = 200
-	maxJustification = 2000
+	maxRunBody   = 4 << 20 // manifests
+	maxBody      = 64 << 10
+	maxManifests = 200
 )
 
 // Errors of the API, besides the store's.
@@ -220,4 +219,23 @@ func apiTime(q, name string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: %s must be an RFC 3339 time such as 2025-01-02T15:04:05Z", ErrInvalid, name)
 	}
 	return t, nil
+}
+
+// actingFor is the tenant p acts for when it asks for tenant ("": its own): an admin
+// acts for any tenant, a tenant principal only for itself. may and doing name the
+// act in the errors ("create runs", "creating runs").
+func actingFor(p Principal, tenant, may, doing string) (string, error) {
+	switch {
+	case p.AtLeast(RoleAdmin):
+		return tenant, nil
+	case p.AtLeast(RoleTenant):
+		if tenant == "" {
+			tenant = p.Tenant
+		}
+		if tenant != p.Tenant {
+			return "", fmt.Errorf("%w: tenant %s may %s only for itself", errForbidden, p.Tenant, may)
+		}
+		return tenant, nil
+	}
+	return "", fmt.Errorf("%w: %s needs a tenant token or the admin role", errForbidden, doing)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -55,81 +54,35 @@ func (a *api) createAccess(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	x, err := a.accessRequest(p, b)
+	in, err := accessInput(p, b)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	x, err = a.o.Store.CreateAccessRequest(r.Context(), x)
+	if a.o.Runs == nil {
+		a.fail(w, r, fmt.Errorf("%w: this server does not take access requests", errUnavailable))
+		return
+	}
+	in.Filed = a.o.now()
+	rx, err := a.o.Runs.RequestAccess(r.Context(), in)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	if _, err := a.o.Store.AppendAudit(r.Context(), store.AuditEntry{Actor: p.Name, Action: "access.requested",
-		Tenant: x.Tenant, Target: x.ID, Detail: x.Host}); err != nil {
-		a.o.logger().Error("api: audit", "action", "access.requested", "request", x.ID, "err", err)
-	}
+	x := store.AccessRequest(rx)
 	w.Header().Set("Location", "/api/access-requests/"+x.ID)
 	writeJSON(w, http.StatusCreated, accessOut(x))
 }
 
-// accessRequest checks who asks (a tenant for itself, or an admin on a tenant's
-// behalf) and that the request could become a valid grant.
-func (a *api) accessRequest(p Principal, b accessBody) (store.AccessRequest, error) {
-	switch {
-	case p.AtLeast(RoleAdmin):
-	case p.AtLeast(RoleTenant):
-		if b.Tenant == "" {
-			b.Tenant = p.Tenant
-		}
-		if b.Tenant != p.Tenant {
-			return store.AccessRequest{}, fmt.Errorf("%w: tenant %s may file requests only for itself", errForbidden, p.Tenant)
-		}
-	default:
-		return store.AccessRequest{}, fmt.Errorf("%w: filing access requests needs a tenant token or the admin role", errForbidden)
+// accessInput checks who asks (a tenant for itself, or an admin on a tenant's
+// behalf); the runs service checks the request itself.
+func accessInput(p Principal, b accessBody) (runs.AccessInput, error) {
+	tenant, err := actingFor(p, b.Tenant, "file requests", "filing access requests")
+	if err != nil {
+		return runs.AccessInput{}, err
 	}
-	if b.Tenant == "" {
-		return store.AccessRequest{}, fmt.Errorf("%w: tenant is required", ErrInvalid)
-	}
-	if e := a.o.engine(); e != nil && !containsString(e.Tenants(), b.Tenant) {
-		return store.AccessRequest{}, fmt.Errorf("%w: unknown tenant %q", ErrInvalid, b.Tenant)
-	}
-	b.Justification = strings.TrimSpace(b.Justification)
-	if b.Justification == "" || len(b.Justification) > maxJustification {
-		return store.AccessRequest{}, fmt.Errorf("%w: a justification is required (at most %d bytes)", ErrInvalid, maxJustification)
-	}
-	now := a.o.now()
-	exp := b.ExpiresAt
-	switch {
-	case !exp.IsZero() && b.TTL != "":
-		return store.AccessRequest{}, fmt.Errorf("%w: give expires_at or ttl, not both", ErrInvalid)
-	case b.TTL != "":
-		d, err := time.ParseDuration(b.TTL)
-		if err != nil || d <= 0 {
-			return store.AccessRequest{}, fmt.Errorf("%w: ttl must be a duration such as 24h", ErrInvalid)
-		}
-		exp = now.Add(d)
-	case exp.IsZero():
-		exp = now.Add(DefaultAccessTTL)
-	}
-	if !exp.After(now) || exp.Sub(now) > MaxAccessTTL {
-		return store.AccessRequest{}, fmt.Errorf("%w: the expiry must be in the future and within %s", ErrInvalid, MaxAccessTTL)
-	}
-	x := store.AccessRequest{Tenant: b.Tenant, Host: strings.TrimSpace(b.Host), Ports: b.Ports, Methods: b.Methods,
-		Paths: b.Paths, Justification: b.Justification, ExpiresAt: exp}
-	if err := rules.CheckGrant(runs.GrantOf(runs.AccessRequest(x))); err != nil {
-		return store.AccessRequest{}, fmt.Errorf("%w: %v", ErrInvalid, strings.TrimPrefix(err.Error(), "rules: "))
-	}
-	return x, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return runs.AccessInput{Tenant: tenant, Host: b.Host, Ports: b.Ports, Methods: b.Methods, Paths: b.Paths,
+		Justification: b.Justification, ExpiresAt: b.ExpiresAt, TTL: b.TTL, Actor: p.Name}, nil
 }
 
 func (a *api) listAccess(w http.ResponseWriter, r *http.Request) {

@@ -29,6 +29,9 @@ type RunManager interface {
 	// DecideAccess records a reviewer's decision on a pending access request and
 	// applies the grants at once.
 	DecideAccess(ctx context.Context, d runs.Decision) (runs.AccessRequest, error)
+	// RequestAccess files a pending access request; the caller checked that the
+	// actor may file for its tenant. Invalid input wraps ErrInvalid.
+	RequestAccess(ctx context.Context, in runs.AccessInput) (runs.AccessRequest, error)
 }
 
 var _ RunManager = (*runs.Service)(nil)
@@ -71,6 +74,10 @@ type runBody struct {
 	RepoRemote string            `json:"repo_remote"`
 	Manifests  map[string]string `json:"manifests"`
 	Extras     []rules.Entry     `json:"extras"`
+	// SandboxAddr or SandboxNetwork: where the run's sandbox is, for the resolver and
+	// the transparent listeners (runs.ParseSandbox).
+	SandboxAddr    string `json:"sandbox_addr"`
+	SandboxNetwork string `json:"sandbox_network"`
 }
 
 func (a *api) createRun(w http.ResponseWriter, r *http.Request) {
@@ -108,17 +115,9 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request) {
 // request checks the body and who asks: admins create runs for any tenant, a tenant
 // principal for its own only.
 func (b runBody) request(p Principal) (runs.Request, error) {
-	switch {
-	case p.AtLeast(RoleAdmin):
-	case p.AtLeast(RoleTenant):
-		if b.Tenant == "" {
-			b.Tenant = p.Tenant
-		}
-		if b.Tenant != p.Tenant {
-			return runs.Request{}, fmt.Errorf("%w: tenant %s may create runs only for itself", errForbidden, p.Tenant)
-		}
-	default:
-		return runs.Request{}, fmt.Errorf("%w: creating runs needs a tenant token or the admin role", errForbidden)
+	var err error
+	if b.Tenant, err = actingFor(p, b.Tenant, "create runs", "creating runs"); err != nil {
+		return runs.Request{}, err
 	}
 	if b.Tenant == "" {
 		return runs.Request{}, fmt.Errorf("%w: tenant is required", ErrInvalid)
@@ -142,8 +141,12 @@ func (b runBody) request(p Principal) (runs.Request, error) {
 			return runs.Request{}, fmt.Errorf("%w: manifest path %q: want a relative path such as svc/package.json", ErrInvalid, path)
 		}
 	}
+	sandbox, err := runs.ParseSandbox(b.SandboxAddr, b.SandboxNetwork)
+	if err != nil {
+		return runs.Request{}, err
+	}
 	return runs.Request{Tenant: b.Tenant, Class: b.Class, TTL: ttl, RepoRemote: b.RepoRemote,
-		Manifests: b.Manifests, Extras: b.Extras, Actor: p.Name}, nil
+		Manifests: b.Manifests, Extras: b.Extras, Sandbox: sandbox, Actor: p.Name}, nil
 }
 
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request) {

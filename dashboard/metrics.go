@@ -15,8 +15,8 @@ import (
 
 // ContentSecurityPolicy is sent with every answer: the dashboard shows
 // attacker-controlled text, so it loads nothing from anywhere but itself,
-// runs no script at all (no script-src: default-src 'none' forbids it)
-// and cannot be framed.
+// runs only its own script files (the live review queue: no inline script,
+// no eval, nothing remote), connects to itself only, and cannot be framed.
 const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
@@ -129,6 +129,9 @@ type Metrics struct {
 	StoreErrors prometheus.Counter
 	// PolicyReloads counts policy reloads by result "ok" or "error".
 	PolicyReloads *prometheus.CounterVec
+	// Alerts counts incidents handed to alert webhooks by webhook and result
+	// (AlertResult); it has no series until alerts are configured.
+	Alerts *prometheus.CounterVec
 
 	sent, received prometheus.Counter
 }
@@ -180,8 +183,12 @@ func NewMetrics(o MetricsOptions) *Metrics {
 		Name: "sluice_policy_reloads_total",
 		Help: "Policy reloads by result (ok or error).",
 	}, []string{"result"})
+	m.Alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_alerts_total",
+		Help: "Incidents handed to alert webhooks, by webhook and result (sent, failed, rate_limited, queue_full).",
+	}, []string{"webhook", "result"})
 	m.Registry.MustRegister(m.Decisions, m.Findings, m.UpstreamBytes, m.ScanDuration, m.LeafCache, m.LeafIssue,
-		m.StoreBatch, m.StoreBatchSize, m.StoreErrors, m.PolicyReloads,
+		m.StoreBatch, m.StoreBatchSize, m.StoreErrors, m.PolicyReloads, m.Alerts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.OpenTunnels != nil {
 		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -247,11 +254,16 @@ func (m *Metrics) ObserveBatch(n int, d time.Duration, err error) {
 }
 
 // PolicyReload records a policy reload and its result; its signature is
-// the reloader's OnReload.
+// reload.Watcher's OnResult.
 func (m *Metrics) PolicyReload(ok bool) {
 	if ok {
 		m.PolicyReloads.WithLabelValues("ok").Inc()
 		return
 	}
 	m.PolicyReloads.WithLabelValues("error").Inc()
+}
+
+// AlertResult counts one alert's result; its signature is alert.Sink's OnResult.
+func (m *Metrics) AlertResult(webhook, result string) {
+	m.Alerts.WithLabelValues(webhook, result).Inc()
 }

@@ -146,3 +146,31 @@ func TestHealthAndReadiness(t *testing.T) {
 		})
 	}
 }
+
+func TestAlertResult(t *testing.T) {
+	m := NewMetrics(MetricsOptions{})
+	alerts := func() (series int, sent float64) {
+		fams, err := m.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() != "sluice_alerts_total" {
+				continue
+			}
+			for _, mt := range f.GetMetric() {
+				series++
+				sent += mt.GetCounter().GetValue()
+			}
+		}
+		return series, sent
+	}
+	if n, _ := alerts(); n != 0 {
+		t.Fatalf("%d alert series before any alert", n)
+	}
+	m.AlertResult("sec", "sent")
+	m.AlertResult("sec", "sent")
+	if n, sent := alerts(); n != 1 || sent != 2 {
+		t.Fatalf("%d series, %v sent; want 1 and 2", n, sent)
+	}
+}

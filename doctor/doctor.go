@@ -24,10 +24,16 @@ const DeniedHost = "sluice-doctor-denied.invalid"
 
 // Doctor proves, from where an agent runs, that the gateway enforces: an
 // allowed control host works through it with the tenant CA, forbidden
-// destinations are refused by it, and nothing leaves around it.
+// destinations are refused by it, and nothing leaves around it. A probe that
+// cannot tell is Inconclusive, never a pass.
 type Doctor struct {
 	// Proxy is the gateway with the run's credentials (http://user:token@host:port).
+	// Nil with Transparent: the sandbox's connections are redirected to the gateway.
 	Proxy *url.URL
+	// Transparent: the sandbox has no proxy settings; its resolver answers allowed
+	// names with the gateway's address and its network redirects TCP 80 and 443 to
+	// the gateway, which identifies it by address.
+	Transparent bool
 	// Control is an https URL the policy allows. Nil: the positive probes fail.
 	Control *url.URL
 	// Denied is a host the policy refuses. Empty: DeniedHost.
@@ -48,22 +54,94 @@ type Doctor struct {
 	TenantCA *x509.Certificate
 	// Timeout bounds each probe. Zero: 5s.
 	Timeout time.Duration
+
+	// Outside are addresses on the internet that answer on TCP 80 and 443, DNS on
+	// UDP 53 and QUIC on UDP 443 from a host with a way out, so that silence from
+	// them means the fence. Nil: DefaultOutside; an empty non-nil slice: none.
+	Outside []string
+	// Resolvers are the sandbox's resolvers (host:port). Nil: the nameservers of
+	// ResolvConf, on port 53.
+	Resolvers []string
+	// ResolvConf lists the sandbox's resolvers. Empty: /etc/resolv.conf.
+	ResolvConf string
+	// GatewayName is a name only Sluice's resolver answers. Empty: sluice.internal.
+	GatewayName string
+	// Metadata is the cloud metadata address a direct connection must not reach on
+	// port 80. Empty: 169.254.169.254.
+	Metadata string
 }
 
-// Probe is one line of the doctor's report: a check, whether it passed, and
+// DefaultOutside are public resolvers that also serve HTTPS and QUIC.
+var DefaultOutside = []string{"1.1.1.1", "8.8.8.8"}
+
+func (d Doctor) outside() []string {
+	if d.Outside == nil {
+		return DefaultOutside
+	}
+	return d.Outside
+}
+
+func (d Doctor) denied() string {
+	if d.Denied == "" {
+		return DeniedHost
+	}
+	return d.Denied
+}
+
+// Verdict is what a probe showed. The zero value is Fail: a probe that does not
+// set one has not shown anything.
+type Verdict int
+
+const (
+	// Fail: the probe showed a way around the fence, or the fence not working.
+	Fail Verdict = iota
+	// Pass: the probe positively showed enforcement.
+	Pass
+	// Inconclusive: the probe could not tell; it counts as not passed.
+	Inconclusive
+	// Info: the probe does not apply here (it says why); it neither passes nor fails.
+	Info
+)
+
+// String returns PASS, FAIL, INCONCLUSIVE or INFO.
+func (v Verdict) String() string {
+	switch v {
+	case Pass:
+		return "PASS"
+	case Inconclusive:
+		return "INCONCLUSIVE"
+	case Info:
+		return "INFO"
+	}
+	return "FAIL"
+}
+
+// Probe is one line of the doctor's report: a check, what it showed, and
 // what it saw (never the proxy's password).
 type Probe struct {
-	Name   string
-	OK     bool
-	Detail string
+	Name    string
+	Verdict Verdict
+	Detail  string
 }
 
+// OK reports whether the probe passed.
+func (p Probe) OK() bool { return p.Verdict == Pass }
+
+// Required reports whether the probe counts towards the verdict: every probe but Info.
+func (p Probe) Required() bool { return p.Verdict != Info }
+
 func (p Probe) String() string {
-	verdict := "FAIL"
-	if p.OK {
-		verdict = "PASS"
+	return fmt.Sprintf("%s  %-40s %s", p.Verdict, p.Name, p.Detail)
+}
+
+// Proven reports whether every required probe of ps passed, and how many did not.
+func Proven(ps []Probe) (ok bool, notPassed int) {
+	for _, p := range ps {
+		if p.Required() && !p.OK() {
+			notPassed++
+		}
 	}
-	return fmt.Sprintf("%s  %-40s %s", verdict, p.Name, p.Detail)
+	return notPassed == 0 && len(ps) > 0, notPassed
 }
 
 func (d Doctor) timeout() time.Duration {
@@ -96,21 +174,29 @@ func (d Doctor) roots() (*x509.CertPool, string, error) {
 // Run runs every probe and returns the report lines in order.
 func (d Doctor) Run(ctx context.Context) []Probe {
 	var out []Probe
-	if d.Proxy == nil {
-		return []Probe{{Name: "proxy", Detail: "no proxy: set HTTPS_PROXY (load sluice.env) or pass --proxy"}}
-	}
-	if d.Proxy.Scheme != "http" {
+	switch {
+	case d.Proxy == nil && !d.Transparent:
+		return []Probe{{Name: "proxy", Detail: "no proxy: set HTTPS_PROXY (load sluice.env) or pass --proxy; in a transparent sandbox pass --transparent"}}
+	case d.Proxy != nil && d.Proxy.Scheme != "http":
 		return []Probe{{Name: "proxy", Detail: fmt.Sprintf("proxy scheme %q: sluice speaks plain http to its clients", d.Proxy.Scheme)}}
+	case d.Proxy != nil:
+		out = append(out, Probe{Name: "proxy", Verdict: Pass, Detail: "http://" + d.Proxy.Host + credentialNote(d.Proxy)})
+	default:
+		out = append(out, Probe{Name: "transparent", Verdict: Info, Detail: "no proxy: connections by name go to the gateway through the sandbox's resolver and redirect"})
 	}
-	out = append(out, Probe{Name: "proxy", OK: true, Detail: "http://" + d.Proxy.Host + credentialNote(d.Proxy)})
 	out = append(out, d.control(ctx)...)
-	for _, t := range d.refusalTargets() {
-		out = append(out, d.refused(ctx, t.name, t.authority))
+	if d.Proxy != nil {
+		for _, t := range d.refusalTargets() {
+			out = append(out, d.refused(ctx, t.name, t.authority))
+		}
+		out = append(out, d.refusedPlain(ctx, "refused: metadata over plain http", "http://169.254.169.254/latest/meta-data/"))
 	}
-	out = append(out, d.refusedPlain(ctx, "refused: metadata over plain http", "http://169.254.169.254/latest/meta-data/"))
+	resolv, sluiceDNS := d.resolvers(ctx)
+	out = append(out, resolv...)
 	for _, t := range d.directTargets() {
-		out = append(out, d.direct(ctx, t))
+		out = append(out, d.direct(ctx, t, sluiceDNS))
 	}
+	out = append(out, d.outsideProbes(ctx)...)
 	return out
 }
 
@@ -136,8 +222,16 @@ func (d Doctor) control(ctx context.Context) []Probe {
 		return []Probe{{Name: "allowed control host", Detail: err.Error()}, {Name: "tenant CA trusted", Detail: err.Error()}}
 	}
 	var chain []*x509.Certificate
+	var connectReason string
 	tr := &http.Transport{
-		Proxy: http.ProxyURL(d.Proxy),
+		// The CONNECT's refusal names its reason; the client's error would say only
+		// "Forbidden".
+		OnProxyConnectResponse: func(_ context.Context, _ *url.URL, _ *http.Request, resp *http.Response) error {
+			if resp.StatusCode != http.StatusOK {
+				connectReason = fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
+			}
+			return nil
+		},
 		TLSClientConfig: &tls.Config{
 			RootCAs: roots,
 			// Runs after the standard verification succeeded: keeps the
@@ -147,6 +241,9 @@ func (d Doctor) control(ctx context.Context) []Probe {
 				return nil
 			},
 		},
+	}
+	if d.Proxy != nil {
+		tr.Proxy = http.ProxyURL(d.Proxy)
 	}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: d.timeout(),
@@ -160,6 +257,8 @@ func (d Doctor) control(ctx context.Context) []Probe {
 	}
 	resp, err := client.Do(req)
 	switch {
+	case err != nil && connectReason != "":
+		ctrl.Detail = fmt.Sprintf("refused by the gateway: %s (allow the host, or pick another --control)", connectReason)
 	case err != nil:
 		ctrl.Detail = "request failed: " + clean(err)
 		chain = failedLeaf(err)
@@ -173,7 +272,7 @@ func (d Doctor) control(ctx context.Context) []Probe {
 		case resp.StatusCode >= 500:
 			ctrl.Detail = fmt.Sprintf("upstream answered %s", resp.Status)
 		default:
-			ctrl.OK = true
+			ctrl.Verdict = Pass
 			ctrl.Detail = fmt.Sprintf("%s through the gateway", resp.Status)
 		}
 	}
@@ -202,7 +301,14 @@ func (d Doctor) trust(chain []*x509.Certificate, roots *x509.CertPool, src strin
 			return p
 		}
 	}
-	p.OK = true
+	if d.TenantCA == nil && d.Transparent {
+		// Without the tenant CA, a leaf the store trusts may be the host's own: the
+		// connection would then not have been the gateway's.
+		p.Verdict = Inconclusive
+		p.Detail = fmt.Sprintf("leaf for %s verifies against %s, but without --ca it cannot be told from the host's own", host, src)
+		return p
+	}
+	p.Verdict = Pass
 	p.Detail = fmt.Sprintf("leaf for %s issued by %q verifies against %s", host, leaf.Issuer.CommonName, src)
 	return p
 }

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,4 +71,27 @@ func probeHealthz(ctx context.Context, addr string) error {
 		return nil
 	}
 	return fmt.Errorf("/healthz answered %s", resp.Status)
+}
+
+// Ready is the readiness check of a replica: the admin listener's /readyz
+// at adminAddr must answer 200 (policy, CAs, store and, on a shared store,
+// agreement with the peers). Unlike Health, an admin listener that does not
+// answer fails it: readiness is not assumed.
+func Ready(ctx context.Context, adminAddr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+adminAddr+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	tr := &http.Transport{Proxy: nil}
+	defer tr.CloseIdleConnections()
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("readiness: admin %s: %w", adminAddr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("readiness: /readyz answered %s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
 }

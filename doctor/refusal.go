@@ -9,17 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"time"
+
+	"github.com/sluice-egress/sluice/internal/probetag"
 )
 
 type target struct{ name, authority string }
 
 // refusalTargets are the destinations the gateway must refuse.
 func (d Doctor) refusalTargets() []target {
-	denied := d.Denied
-	if denied == "" {
-		denied = DeniedHost
-	}
+	denied := d.denied()
 	private := d.Private
 	if private == "" {
 		private = "10.0.0.1"
@@ -45,8 +43,9 @@ func (d Doctor) proxyHost() netip.Addr {
 	return a
 }
 
-// refused sends CONNECT authority through the gateway: it must answer 403
-// with a Sluice-Reason. Any other answer is a failure, a tunnel above all.
+// refused sends CONNECT authority through the gateway, tagged as a probe: it
+// must answer 403 with a Sluice-Reason and the proof that the answer is
+// Sluice's. Any other answer is a failure, a tunnel above all.
 func (d Doctor) refused(ctx context.Context, name, authority string) Probe {
 	p := Probe{Name: name + " " + authority}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout())
@@ -61,17 +60,30 @@ func (d Doctor) refused(ctx context.Context, name, authority string) Probe {
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
 	}
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", authority, authority, d.proxyAuthHeader())
+	nonce := probetag.NewNonce()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s%s: %s\r\n\r\n", authority, authority, d.proxyAuthHeader(),
+		probetag.Header, probetag.Value(nonce))
 	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		p.Detail = "no answer from the gateway: " + clean(err)
 		return p
 	}
 	resp.Body.Close()
-	return refusalVerdict(p, resp)
+	return refusalVerdict(p, resp, d.proofKey(), nonce)
 }
 
-// refusedPlain sends a plain-HTTP GET through the gateway.
+// proofKey is the key of the gateway's proofs to this client: its proxy token's.
+func (d Doctor) proofKey() []byte {
+	if d.Proxy == nil || d.Proxy.User == nil {
+		return nil
+	}
+	pw, _ := d.Proxy.User.Password()
+	return probetag.KeyFromToken(pw)
+}
+
+// refusedPlain sends a plain-HTTP GET through the gateway. Its answer could come
+// from an upstream the gateway let it reach, which can write any header: only the
+// proof makes it the gateway's.
 func (d Doctor) refusedPlain(ctx context.Context, name, rawURL string) Probe {
 	p := Probe{Name: name}
 	tr := &http.Transport{Proxy: http.ProxyURL(d.Proxy)}
@@ -83,6 +95,8 @@ func (d Doctor) refusedPlain(ctx context.Context, name, rawURL string) Probe {
 		p.Detail = err.Error()
 		return p
 	}
+	nonce := probetag.NewNonce()
+	req.Header.Set(probetag.Header, probetag.Value(nonce))
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		p.Detail = "no answer from the gateway: " + clean(err)
@@ -90,15 +104,19 @@ func (d Doctor) refusedPlain(ctx context.Context, name, rawURL string) Probe {
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
-	return refusalVerdict(p, resp)
+	return refusalVerdict(p, resp, d.proofKey(), nonce)
 }
 
-func refusalVerdict(p Probe, resp *http.Response) Probe {
+// refusalVerdict passes a 403 with a Sluice-Reason whose proof verifies under key.
+func refusalVerdict(p Probe, resp *http.Response, key []byte, nonce string) Probe {
 	reason := resp.Header.Get("Sluice-Reason")
+	proven := key != nil && probetag.Verify(key, nonce, reason, resp.Header.Get(probetag.ProofHeader))
 	switch {
-	case resp.StatusCode == http.StatusForbidden && reason != "":
-		p.OK = true
+	case resp.StatusCode == http.StatusForbidden && reason != "" && proven:
+		p.Verdict = Pass
 		p.Detail = "403 " + reason
+	case resp.StatusCode == http.StatusForbidden && reason != "":
+		p.Detail = "403 " + reason + " without the gateway's proof: the answer came from something other than Sluice (an upstream, another proxy)"
 	case resp.StatusCode == http.StatusProxyAuthRequired:
 		p.Detail = "407: the gateway did not accept the credentials, so the policy was never asked (load sluice.env)"
 	case resp.StatusCode/100 == 2:
@@ -115,62 +133,4 @@ func (d Doctor) proxyAuthHeader() string {
 	}
 	pw, _ := d.Proxy.User.Password()
 	return "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(d.Proxy.User.Username()+":"+pw)) + "\r\n"
-}
-
-// directTargets are host:port pairs a connection around the proxy must not
-// reach: the control host's real address, the bridge gateway, and --direct.
-func (d Doctor) directTargets() []string {
-	var ts []string
-	if d.Control != nil {
-		port := d.Control.Port()
-		if port == "" {
-			port = "443"
-		}
-		ts = append(ts, net.JoinHostPort(d.Control.Hostname(), port))
-	}
-	for _, gw := range d.bridgeGateways() {
-		ts = append(ts, net.JoinHostPort(gw.String(), "443"), net.JoinHostPort(gw.String(), "80"))
-	}
-	return append(ts, d.Direct...)
-}
-
-// direct opens a TCP connection without the proxy: it must fail.
-func (d Doctor) direct(ctx context.Context, hostport string) Probe {
-	p := Probe{Name: "no direct route " + hostport}
-	timeout := min(d.timeout(), 3*time.Second)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		p.Detail = err.Error()
-		return p
-	}
-	addrs := []string{host}
-	if _, err := netip.ParseAddr(host); err != nil {
-		addrs, err = net.DefaultResolver.LookupHost(ctx, host)
-		if err != nil || len(addrs) == 0 {
-			p.OK = true
-			p.Detail = "the name does not resolve here, so nothing can dial it directly"
-			return p
-		}
-	}
-	var nd net.Dialer
-	for _, a := range addrs {
-		c, err := nd.DialContext(ctx, "tcp", net.JoinHostPort(a, port))
-		if err == nil {
-			c.Close()
-			p.Detail = fmt.Sprintf("connected to %s without the proxy: this container has a way out around the gateway", net.JoinHostPort(a, port))
-			return p
-		}
-	}
-	p.OK = true
-	p.Detail = "blocked (" + directFailure(ctx) + ")"
-	return p
-}
-
-func directFailure(ctx context.Context) string {
-	if ctx.Err() != nil {
-		return "timed out"
-	}
-	return "refused or unreachable"
 }

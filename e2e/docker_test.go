@@ -23,11 +23,20 @@ var dockerEgressSubnets = []string{
 	"203.0.113.0/26", "203.0.113.64/26", "203.0.113.128/26", "203.0.113.192/26",
 }
 
-// dockerPolicy: %[1]s is the upstream's address, %[2]s the egress bridge's.
+// dockerSandboxSubnets are tried in turn for the internal sandbox network, on which the
+// gateway has a fixed address (.53): the agent's only resolver.
+var dockerSandboxSubnets = []string{"172.31.53.0/24", "10.253.53.0/24", "192.168.253.0/24"}
+
+// dockerPolicy: %[1]s is the upstream's address, %[2]s the egress bridge's, %[3]s the
+// gateway's address on the sandbox network, %[4]s that network.
 const dockerPolicy = `
 version: 1
 listen:
   proxy: 0.0.0.0:3128
+  dns: 0.0.0.0:53
+dns:
+  addrs: [%[3]s]
+  sources: [{cidr: %[4]s, tenant: acme}]
 data_dir: /data
 upstream:
   extra_roots: [/etc/sluice/upstream-ca.pem]
@@ -114,7 +123,22 @@ func TestDocker(t *testing.T) {
 		t.Fatalf("no free egress subnet among %v", dockerEgressSubnets)
 	}
 	d.cleanup("network", "rm", egress)
-	d.run(time.Minute, "network", "create", "--label", d.label, "--internal", sandbox)
+	var sandboxSubnet, gwSandboxIP string
+	for _, subnet := range dockerSandboxSubnets {
+		_, err := dockerCmd(context.Background(), time.Minute, "network", "create", "--label", d.label, "--internal", "--subnet", subnet, sandbox)
+		if err == nil {
+			a := netip.MustParsePrefix(subnet).Addr().As4()
+			a[3] = 53
+			sandboxSubnet, gwSandboxIP = subnet, netip.AddrFrom4(a).String()
+			break
+		}
+		if !strings.Contains(err.Error(), "overlap") {
+			t.Fatal(err)
+		}
+	}
+	if sandboxSubnet == "" {
+		t.Fatalf("no free sandbox subnet among %v", dockerSandboxSubnets)
+	}
 	d.cleanup("network", "rm", sandbox)
 	dataVol := d.prefix + "-data"
 	d.run(time.Minute, "volume", "create", "--label", d.label, dataVol)
@@ -144,7 +168,7 @@ func TestDocker(t *testing.T) {
 	cfgDir := t.TempDir()
 	os.Chmod(cfgDir, 0o755)
 	token := randomToken(t)
-	mustWrite(t, filepath.Join(cfgDir, "sluice.yaml"), fmt.Sprintf(dockerPolicy, dockerUpstreamIP, dockerBridgeEgress), 0o644)
+	mustWrite(t, filepath.Join(cfgDir, "sluice.yaml"), fmt.Sprintf(dockerPolicy, dockerUpstreamIP, dockerBridgeEgress, gwSandboxIP, sandboxSubnet), 0o644)
 	mustWrite(t, filepath.Join(cfgDir, "acme.token"), token+"\n", 0o600)
 	os.Chown(filepath.Join(cfgDir, "acme.token"), 65532, 65532)
 	mustWrite(t, filepath.Join(cfgDir, "upstream-ca.pem"), string(upCA.CertPEM), 0o644)
@@ -164,7 +188,7 @@ func TestDocker(t *testing.T) {
 	// The gateway: on the sandbox network (as "gateway") and the egress one.
 	gwName := d.prefix + "-gateway"
 	containers = append(containers, gwName)
-	d.run(time.Minute, "create", "--label", d.label, "--name", gwName, "--network", sandbox, "--network-alias", "gateway",
+	d.run(time.Minute, "create", "--label", d.label, "--name", gwName, "--network", sandbox, "--ip", gwSandboxIP, "--network-alias", "gateway",
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--health-interval", "1s",
 		"-v", dataVol+":/data", "-v", cfgDir+":/etc/sluice:ro", gwImage)
 	d.run(time.Minute, "network", "connect", egress, gwName)
@@ -176,6 +200,7 @@ func TestDocker(t *testing.T) {
 	agentName := d.prefix + "-agent"
 	containers = append(containers, agentName)
 	d.run(time.Minute, "run", "-d", "--label", d.label, "--name", agentName, "--network", sandbox,
+		"--dns", gwSandboxIP, "--dns-search", ".", // Sluice is its only resolver
 		"-v", trustDir+":/etc/sluice/trust:ro",
 		"-v", filepath.Join(trustDir, "ca.pem")+":/usr/local/share/ca-certificates/sluice-tenant.crt:ro",
 		agentImage)
@@ -242,14 +267,26 @@ func TestDocker(t *testing.T) {
 		}
 	})
 
+	t.Run("the agent resolves through Sluice only", func(t *testing.T) {
+		if out, code := a.exec(nil, "getent", "hosts", "sluice.internal"); code != 0 || !strings.HasPrefix(out, gwSandboxIP) {
+			t.Errorf("sluice.internal: exit %d %q, want %s", code, out, gwSandboxIP)
+		}
+		// Allowed for the proxy, and still no answer: names are the gateway's to resolve.
+		for _, name := range []string{"api.example.test", "example.com"} {
+			if out, code := a.exec(nil, "getent", "hosts", name); code == 0 {
+				t.Errorf("%s resolved in the agent: %q", name, out)
+			}
+		}
+	})
+
 	doctor := []string{"with-sluice", "sluice", "doctor", "--control", "https://api.example.test/v1/", "--direct", dockerUpstreamIP + ":443", "--timeout", "4s"}
 	t.Run("sluice doctor passes in the sandbox", func(t *testing.T) {
 		out, code := a.exec(nil, doctor...)
-		if code != 0 || strings.Contains(out, "FAIL") {
+		if code != 0 || strings.Contains(out, "FAIL") || strings.Contains(out, "INCONCLUSIVE") {
 			t.Fatalf("doctor exit %d:\n%s", code, out)
 		}
 		for _, want := range []string{"PASS  allowed api.example.test", "PASS  tenant CA trusted", "PASS  refused: metadata", "PASS  refused: bridge gateway",
-			"PASS  no direct route " + dockerUpstreamIP + ":443"} {
+			"PASS  no direct route " + dockerUpstreamIP + ":443", "PASS  resolver is Sluice", "PASS  no answer for a denied name"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("no %q in\n%s", want, out)
 			}

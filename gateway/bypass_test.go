@@ -610,10 +610,11 @@ func TestBypassExpectContinue(t *testing.T) {
 	b.checkUpstream(t)
 }
 
-// The gateway never speaks HTTP/2 to a client: a client that offers only h2
-// gets no protocol, never h2.
-func TestBypassNoH2ToClient(t *testing.T) {
+// With HTTP/2 disabled the gateway never speaks it to a client: a client
+// that offers only h2 gets no protocol, never h2.
+func TestBypassNoH2ToClientWhenDisabled(t *testing.T) {
 	b := newBypassWorld(t)
+	b.gw.HTTP2.Disable = true
 	a := b.authority("api.example.test")
 	c, _, resp := b.proxy(t, fmt.Sprintf("CONNECT %[1]s HTTP/1.1\r\nHost: %[1]s\r\nProxy-Authorization: %s\r\n\r\n", a, b.auth()))
 	if resp == nil || resp.StatusCode != 200 {

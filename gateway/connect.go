@@ -34,6 +34,9 @@ func (g *Gateway) connect(w http.ResponseWriter, r *http.Request, id rules.Ident
 			return
 		}
 	}
+	if (d.Action == rules.Passthrough || d.Action == rules.Inspect) && !g.scanHost(w, r, id, d, rawHost, host, port) {
+		return
+	}
 	switch d.Action {
 	case rules.Passthrough:
 		g.passthrough(w, r, id, d, host, port)
@@ -83,7 +86,9 @@ func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // passthrough tunnels blind to a host configured so. The address is still
 // checked by the guard, and the ClientHello's SNI must name the CONNECT host.
 func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int) {
-	up, err := g.Dialer.Dial(r.Context(), guard.Target{Host: host, Port: port, Allow: d.AllowAddresses})
+	dctx, cancel := context.WithTimeout(r.Context(), g.upstreamConnectTimeout())
+	up, err := g.Dialer.Dial(dctx, guard.Target{Host: host, Port: port, Allow: d.AllowAddresses})
+	cancel()
 	if err != nil {
 		g.refuse(w, r, dialRefusal(id, err, host, port, ""))
 		return
@@ -94,7 +99,13 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.I
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
-	t := g.track(id, host, port, rules.Passthrough, client, up)
+	g.passthroughConn(r, client, up, id, d, host, port)
+}
+
+// passthroughConn splices client and up once the ClientHello names host; shared by
+// CONNECT and the transparent listener. r is the CONNECT (or its stand-in) for events.
+func (g *Gateway) passthroughConn(r *http.Request, client, up net.Conn, id rules.Identity, d rules.Decision, host string, port int) {
+	t := g.track(connectQuery(id, host, port), rules.Passthrough, client, up)
 	if t == nil {
 		return
 	}
@@ -102,13 +113,19 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.I
 	defer g.untrack(t)
 
 	client.SetReadDeadline(time.Now().Add(g.handshakeTimeout()))
-	hello, replay, err := peekClientHello(client)
-	client.SetReadDeadline(time.Time{})
+	hello, seen, err := peekClientHello(client)
 	if err != nil || !sniMatches(hello.ServerName, host) {
 		g.record(r.Context(), r, refusal{id: id, reason: ReasonDomainFronting, host: host, port: port})
 		return
 	}
-	splice(&prefixConn{Conn: client, r: replay}, up)
+	// Both ways cross the client connection: it sees when the tunnel idles.
+	ic := newIdleConn(client, g.tunnelIdleTimeout())
+	splice(&prefixConn{Conn: ic, r: io.MultiReader(bytes.NewReader(seen), ic)}, up)
+}
+
+// connectQuery is the policy question a CONNECT asked.
+func connectQuery(id rules.Identity, host string, port int) rules.Query {
+	return rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect}
 }
 
 // sniMatches reports whether the SNI a client sent fits the CONNECT host. An
@@ -156,12 +173,18 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
+	g.inspectConn(r, client, id, host, port, leaf)
+}
+
+// inspectConn opens client's TLS with leaf and serves the requests inside; shared by
+// CONNECT and the transparent listener. r is the CONNECT (or its stand-in) for events.
+func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identity, host string, port int, leaf *tls.Certificate) {
 	var fronted bool
 	tlsConn := tls.Server(client, &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		// HTTP/2 is negotiated down to HTTP/1.1, where every request is
-		// served (and checked) one by one.
-		NextProtos: []string{"http/1.1"},
+		// h2 and http/1.1: either way every request (stream) is served,
+		// and checked, one by one (h2.go).
+		NextProtos: g.innerProtos(),
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if !sniMatches(hello.ServerName, host) {
 				fronted = true
@@ -170,14 +193,14 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 			return leaf, nil
 		},
 	})
-	t := g.track(id, host, port, rules.Inspect, tlsConn)
+	t := g.track(connectQuery(id, host, port), rules.Inspect, tlsConn)
 	if t == nil {
 		return
 	}
 	defer g.untrack(t)
 
 	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
-	err = tlsConn.HandshakeContext(ctx)
+	err := tlsConn.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
 		reason := ReasonTLSHandshake
@@ -189,10 +212,15 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 
 	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
+	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
+		g.serveH2(context.WithoutCancel(r.Context()), tlsConn, t, tun)
+		return
+	}
 	srv := &http.Server{
 		Handler:           tun,
-		ReadHeaderTimeout: g.handshakeTimeout(),
+		ReadHeaderTimeout: g.readHeaderTimeout(),
 		IdleTimeout:       g.idleTimeout(),
+		MaxHeaderBytes:    g.serverMaxHeaderBytes(),
 		ErrorLog:          discardLog,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithoutCancel(r.Context())
@@ -213,9 +241,14 @@ type innerHandler struct {
 	client string
 }
 
-func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *innerHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	g := h.g
 	r.RemoteAddr = h.client
+	w := &guardedWriter{ResponseWriter: rw}
+	defer g.recoverRequest(w, r, &h.id)
+	if !g.checkRequestLimits(w, r, h.id) {
+		return
+	}
 	// The tunnel was opened for one authority: a request for another one is
 	// domain fronting, whatever the policy says about that other host.
 	reqHost, reqPort := splitHostPortDefault(r.Host, h.port)
@@ -238,18 +271,32 @@ func (h *innerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			host: h.host, port: h.port, msg: "CONNECT is not allowed inside a tunnel"})
 		return
 	}
+	// A gRPC body is held and timed message by message (grpc.go), not whole.
+	var hold *scanHold
+	if !isGRPC(r) || g.Scanner == nil {
+		r, hold, ok = g.admitBody(w, r, h.id, h.host, h.port)
+		if !ok {
+			return
+		}
+	}
+	defer hold.release()
 	d := g.decideRequest(h.id, h.host, h.port, r, ws)
-	if d.Action != rules.Allow {
+	if d.Action != rules.Allow && !bodyTimedOut(r) {
+		// Shadow mode, or a hold for review (hold.go); else refused.
 		if d = g.reviewRequest(w, r, h.id, d, h.host, h.port, ws); d.Action != rules.Allow {
 			return
 		}
 	}
-	ok, done := g.scan(w, r, h.id, h.host, h.port)
-	defer done()
-	if !ok {
-		return
+	switch {
+	case bodyTimedOut(r):
+		g.refuseBodyTimeout(w, r, h.id, h.host, h.port)
+	default:
+		fw, ok, done := g.scanRequest(w, r, h.id, h.host, h.port)
+		defer done()
+		if ok {
+			g.forward(fw, r, h.id, d, "https", h.host, h.port)
+		}
 	}
-	g.forward(w, r, h.id, d, "https", h.host, h.port)
 }
 
 // upgradeKind reports whether r asks for a WebSocket upgrade; ok is false for
@@ -325,8 +372,8 @@ func (c *notifyConn) Close() error {
 }
 
 // peekClientHello reads the client's ClientHello without answering it and
-// returns a reader that replays the bytes read, followed by the rest.
-func peekClientHello(c net.Conn) (*tls.ClientHelloInfo, io.Reader, error) {
+// returns the bytes it read, to be replayed before the rest.
+func peekClientHello(c net.Conn) (*tls.ClientHelloInfo, []byte, error) {
 	var seen bytes.Buffer
 	var hello *tls.ClientHelloInfo
 	errStop := errors.New("hello read")
@@ -342,7 +389,7 @@ func peekClientHello(c net.Conn) (*tls.ClientHelloInfo, io.Reader, error) {
 		}
 		return nil, nil, err
 	}
-	return hello, io.MultiReader(&seen, c), nil
+	return hello, seen.Bytes(), nil
 }
 
 // readOnlyConn lets crypto/tls parse a ClientHello without writing back.

@@ -34,18 +34,26 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 			host: host, port: port, path: r.URL.Path, msg: "only WebSocket upgrades are supported"})
 		return
 	}
+	r, hold, ok := g.admitBody(w, r, id, host, port)
+	if !ok {
+		return
+	}
+	defer hold.release()
 	d := g.decideRequest(id, host, port, r, ws)
-	if d.Action != rules.Allow {
+	if d.Action != rules.Allow && !bodyTimedOut(r) {
+		// Shadow mode, or a hold for review (hold.go); else refused.
 		if d = g.reviewRequest(w, r, id, d, host, port, ws); d.Action != rules.Allow {
 			return
 		}
 	}
-	ok, done := g.scan(w, r, id, host, port)
-	defer done()
-	if !ok {
-		return
+	switch {
+	case bodyTimedOut(r):
+		g.refuseBodyTimeout(w, r, id, host, port)
+	case !g.scanHost(w, r, id, d, rawHost, host, port):
+		// refused: the host's labels carry data
+	case g.scan(w, r, id, host, port):
+		g.forward(w, r, id, d, "http", host, port)
 	}
-	g.forward(w, r, id, d, "http", host, port)
 }
 
 // dialKey carries what the transport's dialer must know about the request
@@ -68,12 +76,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
 	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
-	// An allowed WebSocket is scanned message by message, and the
-	// upstream's messages scrubbed of real secrets (websocket.go).
+	// An allowed WebSocket is tracked as a tunnel, scanned message by
+	// message and the upstream's messages scrubbed of real secrets
+	// (websocket.go).
 	ws, _ := upgradeKind(r)
-	ws = ws && (g.Scanner != nil || inj.hasSwaps())
 	if ws {
-		w = g.webSocketWriter(w, r, id, host, port, inj)
+		ww := g.webSocketWriter(w, r, id, host, port, inj)
+		defer ww.untrack()
+		w = ww
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -83,10 +93,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			// Credentials for the gateway never travel on.
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
+			pr.Out.Header.Del(ProbeHeader)
 			for _, h := range pathOverrideHeaders {
 				pr.Out.Header.Del(h)
 			}
-			if ws {
+			if ws && (g.Scanner != nil || inj.hasSwaps()) {
 				// No compression is negotiated: every frame stays readable.
 				pr.Out.Header.Del("Sec-WebSocket-Extensions")
 			}
@@ -100,7 +111,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		// bodies of unknown length, so long polls are not held back.
 		ErrorLog: discardLog,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, errStreamBlocked) {
+				return // the client left, or the scan refused the stream and answers it
+			}
+			if bodyTimedOut(r) {
+				g.refuseBodyTimeout(w, r, id, host, port)
 				return
 			}
 			g.refuse(w, r, dialRefusal(id, err, host, port, r.URL.Path))
@@ -120,6 +135,9 @@ func dialRefusal(id rules.Identity, err error, host string, port int, path strin
 	case errors.Is(err, phantom.ErrUnscrubbable):
 		f.status, f.reason = http.StatusBadGateway, ReasonResponseUnscrubbable
 		f.msg = "the upstream answered in an encoding the gateway cannot scrub of credentials; nothing of it was passed on"
+	case isTimeout(err) || errors.Is(err, context.DeadlineExceeded):
+		f.status, f.reason = http.StatusGatewayTimeout, ReasonUpstreamTimeout
+		f.msg = "the upstream did not connect or answer in time: " + shortErr(err)
 	case errors.As(err, &tlsErr):
 		f.status, f.reason = http.StatusBadGateway, ReasonUpstreamTLS
 		f.msg = "the upstream's certificate did not verify: " + tlsErr.Err.Error()
@@ -159,16 +177,19 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix) *http.Transport
 			if info == nil {
 				return nil, errors.New("gateway: dial without a checked target")
 			}
+			ctx, cancel := context.WithTimeout(ctx, g.upstreamConnectTimeout())
+			defer cancel()
 			return g.Dialer.Dial(ctx, guard.Target{Host: info.host, Port: info.port, Allow: info.allow})
 		},
 		TLSClientConfig:       &tls.Config{RootCAs: g.RootCAs, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:     true,
+		HTTP2:                 upstreamHTTP2(), // h2.go
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   32,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: 5 * time.Minute,
+		ResponseHeaderTimeout: g.upstreamHeaderTimeout(),
 	}
 	if g.transports == nil {
 		g.transports = make(map[string]*http.Transport)

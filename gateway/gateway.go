@@ -19,8 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
@@ -80,13 +78,16 @@ type Gateway struct {
 	// nil: none.
 	Credentials Credentials
 	// ScanMemory bounds the request bytes held for scanning at once, across
-	// all requests: a body is read into memory to be scanned, so without a
-	// bound many large uploads at once could exhaust the gateway. A request
-	// that cannot get its share within ScanWait is refused (503, scan-busy).
-	// Zero: unbounded.
+	// all requests and WebSocket messages: a body is read into memory to be
+	// scanned, so without a bound many large uploads at once could exhaust
+	// the gateway. A tenant that already holds some may grow only to a fair
+	// share (budget.go). A request that cannot get its share within ScanWait
+	// is refused (503, scan-busy). Zero: unbounded.
 	ScanMemory int64
-	// ScanBodyLimit is what a body of unknown length reserves (the scanner's
-	// max_body_bytes). Zero: ScanMemory.
+	// ScanBodyLimit is the scanner's max_body_bytes: a body reserves at most
+	// this plus one byte (what the scanner reads), and a larger declared
+	// Content-Length is refused at once (see ForwardOversize). Zero:
+	// scanner.DefaultMaxBodyBytes.
 	ScanBodyLimit int64
 	// ScanWait is how long a request may wait for scan memory. Zero: 10s.
 	ScanWait time.Duration
@@ -102,8 +103,20 @@ type Gateway struct {
 	Logger *slog.Logger
 	// HandshakeTimeout bounds the client's TLS handshake inside a tunnel. Zero: 10s.
 	HandshakeTimeout time.Duration
-	// IdleTimeout closes an inspected tunnel idle for this long. Zero: 2m.
+	// IdleTimeout closes a keep-alive client connection (on the proxy port
+	// or an inspected tunnel) idle between requests for this long. Zero: 2m.
 	IdleTimeout time.Duration
+	// Limits bound time, sizes and connections; the zero value holds the
+	// documented defaults.
+	Limits Limits
+	// ForwardOversize is the policy's on_oversize: false (block) answers a
+	// request whose declared Content-Length is over ScanBodyLimit at once
+	// with 413 (body-too-large), without reading it; true lets the scanner
+	// read and scan the first ScanBodyLimit bytes and forward the rest.
+	ForwardOversize bool
+	// HTTP2 limits clients that speak HTTP/2 inside inspected tunnels
+	// (h2.go). Zero: h2 offered, with safe limits.
+	HTTP2 HTTP2
 	// RefuseInTLS answers a refused CONNECT inside the TLS the client asked
 	// for, with a tenant leaf, so that the client shows the refusal's body
 	// (refusal_tls.go). false: a plain 403 to the CONNECT.
@@ -121,7 +134,8 @@ type Gateway struct {
 	holds holdSet // refusals held for review (hold.go)
 
 	scanMemOnce sync.Once
-	scanMem     *semaphore.Weighted
+	budget      *scanBudget
+	conns       connCounts
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs and MaxWebSocketMessage are read under mu
@@ -159,9 +173,15 @@ func (g *Gateway) idleTimeout() time.Duration {
 }
 
 // ServeHTTP handles CONNECT and absolute-form HTTP requests from clients.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := &guardedWriter{ResponseWriter: rw}
+	var id rules.Identity
+	defer g.recoverRequest(w, r, &id)
+	if !g.checkRequestLimits(w, r, id) {
+		return
+	}
 	id, ok := g.identify(w, r)
-	if !ok {
+	if !ok || !g.claimConn(w, r, id) {
 		return
 	}
 	switch {
@@ -246,6 +266,7 @@ type refusal struct {
 // A refusal whose incident could not be recorded is still sent, without an
 // incident id.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
+	setProbeProof(w, r, f.reason)
 	inc := f.incident
 	if inc == "" {
 		inc, _ = g.record(r.Context(), r, f)
@@ -263,13 +284,24 @@ func writeRefusal(w http.ResponseWriter, status int, reason, incidentID, msg str
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if status == http.StatusForbidden || status == http.StatusBadGateway {
-		// Refused inside a tunnel: do not let the client reuse a connection
-		// whose peer we just refused.
+	if refusalCloses(status) {
 		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "sluice: %s: %s\n", reason, msg)
+}
+
+// refusalCloses reports whether a refusal with status ends the connection:
+// refused inside a tunnel, the client must not reuse a connection whose peer
+// we just refused, or whose body was left unread.
+func refusalCloses(status int) bool {
+	switch status {
+	case http.StatusForbidden, http.StatusBadGateway,
+		http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusGatewayTimeout,
+		http.StatusServiceUnavailable, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
+		return true
+	}
+	return false
 }
 
 // record emits the event for a refusal and logs it; it returns the incident
@@ -297,6 +329,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) (strin
 	}
 	if r != nil {
 		e.Client = r.RemoteAddr
+		e.Probe = IsProbe(r)
 	}
 	g.logger().Info("refused", logTenant, e.Tenant, logClass, e.Class, logHost, host, logPort, port,
 		"method", method, logReason, f.reason, logClient, e.Client)

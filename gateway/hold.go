@@ -120,6 +120,16 @@ func (g *Gateway) HeldConnections() int {
 // host); with hold it waits for a reviewer. It returns the decision to go on
 // with; a Deny means it has answered the client itself.
 func (g *Gateway) reviewConnect(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, host string, port int) rules.Decision {
+	nd, f := g.reviewTLS(r, id, d, host, port)
+	if nd.Action == rules.Deny {
+		g.refuseConnect(w, r, id, d, host, port, f)
+	}
+	return nd
+}
+
+// reviewTLS is reviewConnect without a client to answer (the transparent
+// listener's TLS, and CONNECT): a Deny comes with the refusal to answer with.
+func (g *Gateway) reviewTLS(r *http.Request, id rules.Identity, d rules.Decision, host string, port int) (rules.Decision, refusal) {
 	q := rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect}
 	f := policyRefusal(id, d, host, port, "")
 	f.method = http.MethodConnect
@@ -129,13 +139,12 @@ func (g *Gateway) reviewConnect(w http.ResponseWriter, r *http.Request, id rules
 		if d.PassthroughHost {
 			out.Action = rules.Passthrough
 		}
-		return out
+		return out, f
 	}
 	if nd, ok := g.held(r, d, &f, func() rules.Decision { return g.Policy.Decide(q) }); ok {
-		return nd
+		return nd, f
 	}
-	g.refuseConnect(w, r, id, d, host, port, f)
-	return d
+	return d, f
 }
 
 // reviewRequest is reviewConnect for a request (plain, or inside a tunnel);

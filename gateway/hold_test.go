@@ -55,7 +55,7 @@ func reviewWorld(t *testing.T) (*world, *rules.Engine, *fakeDesk) {
 	return w, e, desk
 }
 
-func get(t *testing.T, c *http.Client, u string) (int, string, time.Duration) {
+func timedGet(t *testing.T, c *http.Client, u string) (int, string, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	resp, err := c.Get(u)
@@ -78,7 +78,7 @@ func TestHoldApproved(t *testing.T) {
 		}
 		return gateway.Filed{ID: "ar-1", State: "approved", Host: f.Host}, nil
 	}
-	code, body, _ := get(t, w.acme(), w.url("other.example.test", "/x"))
+	code, body, _ := timedGet(t, w.acme(), w.url("other.example.test", "/x"))
 	if code != 200 {
 		t.Fatalf("held then approved: %d %s", code, body)
 	}
@@ -100,7 +100,7 @@ func TestHoldApproved(t *testing.T) {
 		e.SetGrants([]rules.Grant{{ID: "ar-2", Tenant: "acme", Entry: rules.Entry{Host: f.Host, Ports: f.Ports, Methods: f.Methods, Paths: f.Paths}}})
 		return gateway.Filed{ID: "ar-2", State: "approved"}, nil
 	}
-	if code, body, _ := get(t, w.acme(), w.url("api.example.test", "/v2/items")); code != 200 {
+	if code, body, _ := timedGet(t, w.acme(), w.url("api.example.test", "/v2/items")); code != 200 {
 		t.Fatalf("held request: %d %s", code, body)
 	}
 	desk.mu.Lock()
@@ -118,12 +118,12 @@ func TestHoldDeniedTimeoutReleased(t *testing.T) {
 	desk.AwaitFn = func(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
 		return gateway.Filed{ID: "ar-9", State: "denied", Note: "use the mirror"}, nil
 	}
-	code, body, took := get(t, w.acme(), w.url("other.example.test", "/"))
+	code, body, took := timedGet(t, w.acme(), w.url("other.example.test", "/"))
 	if code != 403 || !strings.Contains(body, `denied as ar-9: "use the mirror"`) || took > 500*time.Millisecond {
 		t.Fatalf("denied: %d after %s: %s", code, took, body)
 	}
 	desk.AwaitFn = nil // nobody decides
-	code, body, took = get(t, w.acme(), w.url("other.example.test", "/"))
+	code, body, took = timedGet(t, w.acme(), w.url("other.example.test", "/"))
 	if code != 403 || !strings.Contains(body, "not decided in time") || took < time.Second || took > 3*time.Second {
 		t.Fatalf("timeout: %d after %s: %s", code, took, body)
 	}
@@ -138,7 +138,7 @@ func TestHoldDeniedTimeoutReleased(t *testing.T) {
 		}
 		w.gw.CloseRun("r-held")
 	}()
-	code, body, took = get(t, w.client("acme", tok, w.tenantRoots("acme")), w.url("other.example.test", "/"))
+	code, body, took = timedGet(t, w.client("acme", tok, w.tenantRoots("acme")), w.url("other.example.test", "/"))
 	if code != 403 || !strings.Contains(body, "until the run ended") || took > 900*time.Millisecond {
 		t.Fatalf("released: %d after %s: %s", code, took, body)
 	}
@@ -160,7 +160,7 @@ func TestHoldBounded(t *testing.T) {
 	for w.gw.HeldConnections() == 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	code, body, took := get(t, w.acme(), w.url("other.example.test", "/b"))
+	code, body, took := timedGet(t, w.acme(), w.url("other.example.test", "/b"))
 	if code != 403 || !strings.Contains(body, "not held") || took > 500*time.Millisecond {
 		t.Fatalf("past the bound: %d after %s: %s", code, took, body)
 	}
@@ -171,7 +171,7 @@ func TestHoldBounded(t *testing.T) {
 func TestShadowMode(t *testing.T) {
 	w, _, _ := reviewWorld(t)
 	globex := w.client("globex", w.tokens["globex"], w.tenantRoots("globex"))
-	code, body, _ := get(t, globex, w.url("api.example.test", "/anything"))
+	code, body, _ := timedGet(t, globex, w.url("api.example.test", "/anything"))
 	if code != 200 {
 		t.Fatalf("shadow: %d %s", code, body)
 	}
@@ -189,7 +189,7 @@ func TestShadowMode(t *testing.T) {
 	if would == 0 {
 		t.Fatal("no would-block incident")
 	}
-	code, body, _ = get(t, globex, w.url("private.example.test", "/"))
+	code, body, _ = timedGet(t, globex, w.url("private.example.test", "/"))
 	if code != 403 || !strings.Contains(body, gateway.ReasonAddressNotAllowed) {
 		t.Fatalf("a private address in shadow: %d %s", code, body)
 	}

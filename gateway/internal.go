@@ -127,9 +127,12 @@ func (g *Gateway) fileRequest(w http.ResponseWriter, r *http.Request, id rules.I
 	}
 	// What a sandbox sends is scanned like any request: a reason that
 	// carries a secret is refused, not stored.
-	ok, done := g.scan(w, r, id, InternalHost, 80)
-	defer done()
+	r, hold, ok := g.admitBody(w, r, id, InternalHost, 80)
 	if !ok {
+		return
+	}
+	defer hold.release()
+	if !g.scan(w, r, id, InternalHost, 80) {
 		return
 	}
 	var b filingJSON

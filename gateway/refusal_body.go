@@ -144,7 +144,7 @@ func writeRefusalFor(w http.ResponseWriter, r *http.Request, f refusal, inc stri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if f.status == http.StatusForbidden || f.status == http.StatusBadGateway {
+	if refusalCloses(f.status) {
 		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(f.status)

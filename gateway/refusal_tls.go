@@ -64,7 +64,7 @@ func (g *Gateway) serveTLS(w http.ResponseWriter, r *http.Request, id rules.Iden
 	})
 	// Tracked as refused: run end, reload and shutdown close it like any
 	// tunnel, and a grant that now lets the host through closes it too.
-	t := g.track(id, host, port, rules.Deny, tlsConn)
+	t := g.track(connectQuery(id, host, port), rules.Deny, tlsConn)
 	if t == nil {
 		return
 	}

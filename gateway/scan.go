@@ -1,15 +1,16 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -33,11 +34,11 @@ const (
 // scan checks what a request carries before it is forwarded: it emits one
 // event per finding, refuses a blocked request (403 with the reason and the
 // incident id) and applies redactions to r. It reports false when it has
-// answered the client itself. Without a Scanner nothing is scanned.
-func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (ok bool, done func()) {
-	nop := func() {}
+// answered the client itself. Without a Scanner nothing is scanned. The
+// memory the scan holds was reserved by admitBody.
+func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) bool {
 	if g.Scanner == nil {
-		return true, nop
+		return true
 	}
 	// A WebSocket key is a random 16-byte nonce: it looks like a token to
 	// every entropy rule. A well-formed one is left out of the scan (it can
@@ -62,33 +63,27 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		// The sandbox holds a real secret and the alert saying so could not
 		// be recorded: nothing goes on unrecorded.
 		g.unrecorded(w, id, host)
-		return false, nop
+		return false
 	}
 	req.PhantomAllowed = allowed
-	release, ok := g.reserveScanMemory(r)
-	if !ok {
-		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanBusy,
-			host: host, port: port, msg: "the gateway is scanning as much as it may hold; retry shortly"})
-		return false, nop
-	}
-	// The share is held until the request has been forwarded (the caller's
-	// done), since the scanned bytes stay in memory until then.
-	held := true
-	defer func() {
-		if held {
-			release()
-		}
-	}()
 	start := time.Now()
-	res, err := g.Scanner.Scan(r.Context(), req)
+	res, err := g.safeScan(r.Context(), req)
 	if g.OnScan != nil {
 		g.OnScan(time.Since(start))
 	}
-	if err != nil {
+	switch {
+	case err != nil && bodyTimedOut(r):
+		g.refuseBodyTimeout(w, r, id, host, port)
+		return false
+	case errors.Is(err, errPanicked):
+		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonInternalError,
+			host: host, port: port, msg: "the gateway failed checking the request; nothing was forwarded"})
+		return false
+	case err != nil:
 		g.logger().Warn("scan failed", logTenant, id.Tenant, logHost, host, logErr, err)
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanFailed,
 			host: host, port: port, path: "", msg: "the request could not be checked; nothing was forwarded"})
-		return false, nop
+		return false
 	}
 	incidentID := ""
 	var recErr error
@@ -106,14 +101,14 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			c.Close()
 		}
 		g.unrecorded(w, id, host)
-		return false, nop
+		return false
 	}
 	if res.Verdict == scanner.Block {
 		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
 			c.Close()
 		}
 		g.refuseBlocked(w, r, id, host, port, res, incidentID)
-		return false, nop
+		return false
 	}
 	if res.URL != nil {
 		r.URL = res.URL
@@ -132,8 +127,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			r.TransferEncoding = nil
 		}
 	}
-	held = false
-	return true, release
+	return true
 }
 
 // unrecorded refuses a request that would have been forwarded with a
@@ -144,33 +138,6 @@ func (g *Gateway) unrecorded(w http.ResponseWriter, id rules.Identity, host stri
 	g.logger().Warn("refused: finding not recorded", logTenant, id.Tenant, logHost, host, logReason, ReasonIncidentStoreUnavailable)
 	writeRefusal(w, http.StatusServiceUnavailable, ReasonIncidentStoreUnavailable, "",
 		"the gateway could not record what it found in this request; nothing was forwarded, retry shortly")
-}
-
-// reserveScanMemory takes r's share of ScanMemory: its Content-Length, or
-// ScanBodyLimit when unknown, never more than the whole. Requests without a
-// body take nothing.
-func (g *Gateway) reserveScanMemory(r *http.Request) (release func(), ok bool) {
-	if g.ScanMemory <= 0 || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return func() {}, true
-	}
-	g.scanMemOnce.Do(func() { g.scanMem = semaphore.NewWeighted(g.ScanMemory) })
-	n := r.ContentLength
-	if n < 0 {
-		n = g.ScanBodyLimit
-	}
-	if n <= 0 || n > g.ScanMemory {
-		n = g.ScanMemory
-	}
-	wait := g.ScanWait
-	if wait <= 0 {
-		wait = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait)
-	defer cancel()
-	if err := g.scanMem.Acquire(ctx, n); err != nil {
-		return nil, false
-	}
-	return func() { g.scanMem.Release(n) }, true
 }
 
 // withoutWebSocketKey returns h without a well-formed Sec-WebSocket-Key
@@ -195,3 +162,72 @@ type scannedBody struct {
 }
 
 func (b *scannedBody) Close() error { return b.orig.Close() }
+
+// check scans one message. It returns nil, nil when the message may go on,
+// else what step returns to end the session.
+func (s *wsSession) check(where string, data []byte) ([][]byte, error) {
+	g, r, id := s.g, s.r, s.id
+	if g.Scanner == nil {
+		return nil, nil // opened for the scrub of the upstream's side only
+	}
+	ctx := context.WithoutCancel(r.Context())
+	req := &scanner.Request{
+		Tenant: id.Tenant, Host: s.host, Body: bytes.NewReader(data),
+		Allowed: func(h string) bool {
+			n, err := rules.NormalizeHost(h)
+			if err != nil {
+				return false
+			}
+			return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
+		},
+		// PhantomAllowed stays nil: phantoms are swapped in headers and
+		// queries only, so a phantom inside a message is always a misuse.
+	}
+	start := time.Now()
+	res, err := g.safeScan(ctx, req)
+	if g.OnScan != nil {
+		g.OnScan(time.Since(start))
+	}
+	if errors.Is(err, errPanicked) {
+		s.record(ReasonInternalError)
+		return s.close(wsCloseInternalError, ReasonInternalError)
+	}
+	if err != nil {
+		g.logger().Warn("websocket scan failed", logTenant, id.Tenant, logHost, s.host, logErr, err)
+		s.record(ReasonScanFailed)
+		return s.close(wsCloseInternalError, ReasonScanFailed)
+	}
+	// Redaction would rewrite a message the client framed and may have
+	// signed or counted: on a WebSocket, redact blocks.
+	blocked := res.Verdict == scanner.Block || res.Verdict == scanner.Redact
+	reason := res.Reason
+	var recErr error
+	for _, f := range res.Findings {
+		if f.Action == scanner.Redact {
+			f.Action = scanner.Block
+		}
+		if reason == "" && f.Action == scanner.Block {
+			reason = scanner.KindReason(f.Kind)
+		}
+		if f.Where != "" && f.Where != "body" {
+			f.Where = where + "/" + f.Where
+		} else {
+			f.Where = where
+		}
+		if _, err := g.recordFinding(ctx, r, id, s.host, s.port, incident.RedactPath(r.URL.Path), f); err != nil {
+			recErr = err
+		}
+	}
+	if !blocked && recErr != nil {
+		// An alert that could not be recorded: the message does not go on
+		// unrecorded.
+		return s.close(wsCloseInternalError, ReasonIncidentStoreUnavailable)
+	}
+	if !blocked {
+		return nil, nil
+	}
+	if reason == "" {
+		reason = scanner.ReasonSecret
+	}
+	return s.close(wsClosePolicy, reason)
+}

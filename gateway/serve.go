@@ -17,16 +17,16 @@ import (
 // clients); the gateway logs what matters itself.
 var discardLog = log.New(io.Discard, "", 0)
 
-// tunnel is one hijacked client connection (and its upstream, when blind).
+// tunnel is one hijacked client connection (and its upstream, when blind):
+// a CONNECT tunnel or a WebSocket.
 type tunnel struct {
-	id     rules.Identity
-	host   string
-	port   int
-	action rules.Action // what the policy said when the tunnel opened
+	query  rules.Query  // what opened it: re-decided when the policy changes
+	action rules.Action // what the policy said then
 	conns  []net.Conn
 	mu     sync.Mutex
 	srv    *http.Server // the inner server of an inspected tunnel
 	done   chan struct{}
+	timer  *time.Timer // TunnelMaxLifetime
 }
 
 func (t *tunnel) setServer(s *http.Server) {
@@ -43,11 +43,12 @@ func (t *tunnel) close() {
 	}
 }
 
-// track registers a tunnel so that Shutdown can drain it and PolicyChanged
-// can re-check it. It returns nil, and closes the connections, when the
-// gateway is already draining.
-func (g *Gateway) track(id rules.Identity, host string, port int, action rules.Action, conns ...net.Conn) *tunnel {
-	t := &tunnel{id: id, host: host, port: port, action: action, conns: conns, done: make(chan struct{})}
+// track registers a tunnel so that Shutdown can drain it, PolicyChanged can
+// re-decide q, and CloseRun find it; it closes at TunnelMaxLifetime. It
+// returns nil, and closes the connections, when the gateway is already
+// draining.
+func (g *Gateway) track(q rules.Query, action rules.Action, conns ...net.Conn) *tunnel {
+	t := &tunnel{query: q, action: action, conns: conns, done: make(chan struct{})}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.draining {
@@ -58,10 +59,15 @@ func (g *Gateway) track(id rules.Identity, host string, port int, action rules.A
 		g.tunnels = make(map[*tunnel]struct{})
 	}
 	g.tunnels[t] = struct{}{}
+	t.timer = time.AfterFunc(g.tunnelMaxLifetime(), func() {
+		g.logger().Info("closing tunnel at its maximum lifetime", logTenant, q.Identity.Tenant, logHost, q.Host, logPort, q.Port)
+		t.close()
+	})
 	return t
 }
 
 func (g *Gateway) untrack(t *tunnel) {
+	t.timer.Stop()
 	t.close()
 	g.mu.Lock()
 	delete(g.tunnels, t)
@@ -76,10 +82,7 @@ func (g *Gateway) untrack(t *tunnel) {
 // tunnels it closed.
 func (g *Gateway) PolicyChanged() int {
 	g.releaseHolds(func(rules.Identity) bool { return true }, errPolicyChanged)
-	return g.closeTunnels(func(t *tunnel) bool {
-		d := g.Policy.Decide(rules.Query{Identity: t.id, Host: t.host, Port: t.port, Stage: rules.StageConnect})
-		return d.Action != t.action
-	})
+	return g.closeTunnels(func(t *tunnel) bool { return g.Policy.Decide(t.query).Action != t.action })
 }
 
 // CloseRun closes every tunnel opened with the run's token (the run ended).
@@ -88,7 +91,7 @@ func (g *Gateway) CloseRun(runID string) int {
 		return 0
 	}
 	g.releaseHolds(func(id rules.Identity) bool { return id.Run == runID }, errHoldReleased)
-	return g.closeTunnels(func(t *tunnel) bool { return t.id.Run == runID })
+	return g.closeTunnels(func(t *tunnel) bool { return t.query.Identity.Run == runID })
 }
 
 func (g *Gateway) closeTunnels(match func(*tunnel) bool) int {
@@ -101,13 +104,14 @@ func (g *Gateway) closeTunnels(match func(*tunnel) bool) int {
 	}
 	g.mu.Unlock()
 	for _, t := range doomed {
-		g.logger().Info("closing tunnel", logTenant, t.id.Tenant, logClass, t.id.Class, logHost, t.host, logPort, t.port)
+		q := t.query
+		g.logger().Info("closing tunnel", logTenant, q.Identity.Tenant, logClass, q.Identity.Class, logHost, q.Host, logPort, q.Port)
 		t.close()
 	}
 	return len(doomed)
 }
 
-// OpenTunnels reports how many CONNECT tunnels are open.
+// OpenTunnels reports how many CONNECT tunnels and WebSockets are open.
 func (g *Gateway) OpenTunnels() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -118,10 +122,15 @@ func (g *Gateway) OpenTunnels() int {
 func (g *Gateway) Serve(l net.Listener) error {
 	srv := &http.Server{
 		Handler:           g,
-		ReadHeaderTimeout: 15 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: g.readHeaderTimeout(),
+		IdleTimeout:       g.idleTimeout(),
+		MaxHeaderBytes:    g.serverMaxHeaderBytes(),
 		ErrorLog:          discardLog,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
+	l = &limitListener{Listener: l, g: g}
 	g.mu.Lock()
 	if g.draining {
 		g.mu.Unlock()
@@ -173,10 +182,15 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			}
 		}
 	}
+	g.CloseIdleConnections()
+	return err
+}
+
+// CloseIdleConnections closes the upstream connections kept alive for reuse.
+func (g *Gateway) CloseIdleConnections() {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, tr := range g.transports {
 		tr.CloseIdleConnections()
 	}
-	g.mu.Unlock()
-	return err
 }

@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -22,10 +21,12 @@ import (
 
 // WebSocket close codes the gateway sends (RFC 6455, section 7.4.1).
 const (
+	wsCloseGoingAway      = 1001 // the client idled, or stopped in the middle of a message
 	wsCloseProtocolError  = 1002 // a frame the gateway cannot check (unmasked, RSV bits, bad opcode)
 	wsClosePolicy         = 1008 // a message carried what policy forbids
 	wsCloseTooBig         = 1009 // a message over the scanning limit
-	wsCloseInternalError  = 1011 // the scanner failed: nothing unchecked leaves
+	wsCloseInternalError  = 1011 // the scanner or the gateway failed: nothing unchecked leaves
+	wsCloseTryAgainLater  = 1013 // no room in ScanMemory for the message
 	wsDefaultMaxMessage   = 1 << 20
 	wsMaxControlPayload   = 125 // RFC 6455, section 5.5
 	wsClientCloseDeadline = 2 * time.Second
@@ -45,12 +46,21 @@ const (
 // a WebSocket itself; ReverseProxy then closes both connections.
 var errWebSocketClosed = errors.New("gateway: websocket closed by the gateway")
 
-// webSocketWriter wraps w for an allowed WebSocket upgrade (a Scanner set, or
-// inj's secrets to scrub): ReverseProxy hijacks the client connection through
-// it and copies upstream only messages the scanner passed. Upstream frames
-// pass unscanned, as responses do, but scrubbed of inj's secrets (wsscrub.go).
-func (g *Gateway) webSocketWriter(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int, inj *injection) http.ResponseWriter {
-	return &wsResponseWriter{ResponseWriter: w, s: &wsSession{g: g, r: r, id: id, host: host, port: port, max: g.wsMaxMessage(), inj: inj}}
+// webSocketWriter wraps w for an allowed WebSocket upgrade: ReverseProxy
+// hijacks the client connection through it, and the WebSocket is tracked as
+// a tunnel (a policy change or the end of its run closes it) and closes when
+// idle. With a Scanner it copies, from client to upstream, only messages the
+// scanner passed; frames from the upstream pass unscanned, as responses do,
+// but scrubbed of inj's secrets (wsscrub.go).
+func (g *Gateway) webSocketWriter(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int, inj *injection) *wsResponseWriter {
+	ww := &wsResponseWriter{ResponseWriter: w, g: g,
+		query: rules.Query{Identity: id, Host: host, Port: port, Method: r.Method, Path: r.URL.EscapedPath(),
+			WebSocket: true, Stage: rules.StageRequest}}
+	if g.Scanner != nil || inj.hasSwaps() {
+		ww.s = &wsSession{g: g, r: r, id: id, host: host, port: port, max: g.wsMaxMessage(),
+			hold: &scanHold{b: g.scanBudget(), tenant: id.Tenant}, inj: inj}
+	}
+	return ww
 }
 
 // wsMaxMessage is MaxWebSocketMessage, or its default.
@@ -72,10 +82,14 @@ func (g *Gateway) SetMaxWebSocketMessage(n int64) {
 	g.mu.Unlock()
 }
 
-// wsResponseWriter hands ReverseProxy a checked connection when it hijacks.
+// wsResponseWriter hands ReverseProxy a tracked (and, with a session, a
+// checked) connection when it hijacks.
 type wsResponseWriter struct {
 	http.ResponseWriter
-	s *wsSession
+	g     *Gateway
+	query rules.Query
+	s     *wsSession // nil: no Scanner, frames pass as they are
+	t     *tunnel
 }
 
 // Unwrap lets http.ResponseController reach Flush and the rest.
@@ -88,12 +102,29 @@ func (w *wsResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	// ReverseProxy ignores bytes the server already buffered: fold them in.
-	c := &wsConn{Conn: conn, br: bufio.NewReader(withBuffered(conn, brw.Reader)), s: w.s}
+	ic := newIdleConn(withBuffered(conn, brw.Reader), w.g.tunnelIdleTimeout())
+	if w.t = w.g.track(w.query, rules.Allow, ic); w.t == nil {
+		return nil, nil, errors.New("gateway: shutting down")
+	}
+	if w.s == nil {
+		return ic, brw, nil
+	}
+	c := &wsConn{Conn: ic, br: bufio.NewReader(ic), s: w.s}
 	if sc := w.s.inj.scrubber(); sc != nil {
 		c.scrub = &wsScrub{sc: sc, max: w.s.max}
 	}
-	w.s.client = c
+	w.s.client, w.s.idle = c, ic
 	return c, brw, nil
+}
+
+// untrack ends the tunnel once ReverseProxy is done with the WebSocket.
+func (w *wsResponseWriter) untrack() {
+	if w.t != nil {
+		w.g.untrack(w.t)
+	}
+	if w.s != nil {
+		w.s.hold.close()
+	}
 }
 
 // wsSession is the state of one checked WebSocket.
@@ -104,13 +135,24 @@ type wsSession struct {
 	host string
 	port int
 	max  int64
+	hold *scanHold  // the bytes of the message under way, counted in ScanMemory
 	inj  *injection // the upgrade's credentials; nil: none
 
 	client *wsConn
-	n      int    // data messages seen
-	op     byte   // opcode of the message being assembled; 0: none
-	held   []byte // its frames as received (masked), not yet forwarded
-	msg    []byte // its payload, unmasked
+	idle   *idleConn // nil in tests that feed frames directly
+	n      int       // data messages seen
+	op     byte      // opcode of the message being assembled; 0: none
+	frames []wsHeld  // its frames, not yet forwarded
+	msg    []byte    // its payload, unmasked
+	size   int64     // its bytes as received: headers and payloads
+}
+
+// wsHeld is one frame of the message under way: its header as received and
+// where its payload sits in msg.
+type wsHeld struct {
+	hdr      []byte
+	key      [4]byte
+	from, to int
 }
 
 // wsConn is the hijacked client connection as ReverseProxy sees it: Read
@@ -122,8 +164,8 @@ type wsConn struct {
 	br *bufio.Reader
 	s  *wsSession
 
-	out []byte // checked bytes for the upstream
-	err error  // what Read returns once out is drained
+	out [][]byte // checked bytes for the upstream
+	err error    // what Read returns once out is drained
 
 	wmu          sync.Mutex
 	down         wsFrameTracker
@@ -133,19 +175,41 @@ type wsConn struct {
 	scrub        *wsScrub      // re-frames the upstream's messages scrubbed; nil: passed through
 }
 
-func (c *wsConn) Read(p []byte) (int, error) {
+// Read runs on ReverseProxy's copy goroutine, which recovers nothing: a
+// panic here closes this WebSocket (1011), never the process.
+func (c *wsConn) Read(p []byte) (n int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.out, c.err = c.s.panicked(v)
+			n, err = 0, nil
+		}
+	}()
 	for len(c.out) == 0 {
+		if c.s.op == 0 {
+			// What was forwarded is no longer held, and no message is
+			// being assembled.
+			c.s.hold.release()
+		}
 		if c.err != nil {
 			return 0, c.err
 		}
 		c.out, c.err = c.s.step(c.br)
 	}
-	n := copy(p, c.out)
-	c.out = c.out[n:]
+	n = copy(p, c.out[0])
+	if c.out[0] = c.out[0][n:]; len(c.out[0]) == 0 {
+		c.out = c.out[1:]
+	}
 	return n, nil
 }
 
-func (c *wsConn) Write(p []byte) (int, error) {
+// Write runs on ReverseProxy's other copy goroutine: a panic ends the copy.
+func (c *wsConn) Write(p []byte) (n int, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.s.g.logger().Error("panic writing to a websocket", "panic", panicText(v), "stack", string(debug.Stack()))
+			n, err = 0, fmt.Errorf("%w: websocket write", errPanicked)
+		}
+	}()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.closed {
@@ -183,6 +247,10 @@ func (c *wsConn) sendCloseLocked() {
 // boundary and waits, bounded, until it went out.
 func (c *wsConn) closeClient(code int, reason string) {
 	c.wmu.Lock()
+	if c.closePending != nil {
+		c.wmu.Unlock()
+		return
+	}
 	c.closePending = wsCloseFrame(code, reason, false)
 	c.closedCh = make(chan struct{})
 	if c.down.atBoundary() {
@@ -200,10 +268,10 @@ func (c *wsConn) closeClient(code int, reason string) {
 // upstream (nil while a message is being assembled) or the error that ends
 // the copy. After a refusal it returns the Close frame for the upstream and
 // errWebSocketClosed.
-func (s *wsSession) step(br *bufio.Reader) ([]byte, error) {
+func (s *wsSession) step(br *bufio.Reader) ([][]byte, error) {
 	hdr, f, err := readWSHeader(br)
 	if err != nil {
-		return nil, err
+		return s.readFailed(err)
 	}
 	control := f.op&0x8 != 0
 	switch {
@@ -220,121 +288,159 @@ func (s *wsSession) step(br *bufio.Reader) ([]byte, error) {
 	case f.op == wsOpContinuation && s.op == 0, (f.op == wsOpText || f.op == wsOpBinary) && s.op != 0:
 		return s.protocolError("bad fragmentation")
 	}
-	if !control && (f.length > uint64(s.max) || int64(len(s.held)+len(hdr))+int64(f.length) > s.max) {
+	if !control && (f.length > uint64(s.max) || s.size+int64(len(hdr))+int64(f.length) > s.max) {
 		return s.oversize()
 	}
-	frame := make([]byte, len(hdr)+int(f.length))
-	copy(frame, hdr)
-	if _, err := io.ReadFull(br, frame[len(hdr):]); err != nil {
-		return nil, err
-	}
-	payload := bytes.Clone(frame[len(hdr):])
-	for i := range payload {
-		payload[i] ^= f.key[i%4]
-	}
+	// From the first header on, the rest of the message must keep coming.
+	s.idle.inMessage(s.g.bodyIdleTimeout())
 	if control {
-		where := "websocket:ping"
-		switch f.op {
-		case wsOpPong:
-			where = "websocket:pong"
-		case wsOpClose:
-			where = "websocket:close"
-		}
-		if f.op == wsOpClose && len(payload) >= 2 {
-			payload = payload[2:] // the status code is no data
-		}
-		if len(payload) > 0 {
-			if out, err := s.check(where, payload); out != nil || err != nil {
-				return out, err
-			}
-		}
-		return frame, nil
+		return s.control(br, hdr, f)
 	}
 	if s.op == 0 {
 		s.op = f.op
 	}
-	s.held = append(s.held, frame...)
-	s.msg = append(s.msg, payload...)
+	from := len(s.msg)
+	if err := s.readPayload(br, int(f.length)); err != nil {
+		return s.readFailed(err)
+	}
+	s.frames = append(s.frames, wsHeld{hdr: hdr, key: f.key, from: from, to: len(s.msg)})
+	s.size += int64(len(hdr)) + int64(f.length)
+	mask(s.msg[from:], f.key)
 	if !f.fin {
 		return nil, nil
 	}
+	s.idle.inMessage(0)
 	where := "websocket:message[" + strconv.Itoa(s.n) + "]"
 	s.n++
-	msg, held := s.msg, s.held
-	s.op, s.msg, s.held = 0, nil, nil
-	if out, err := s.check(where, msg); out != nil || err != nil {
+	// The scanner takes a copy of its own.
+	if !s.grow(int64(len(s.msg)) + 1) {
+		return s.busy()
+	}
+	if out, err := s.check(where, s.msg); out != nil || err != nil {
 		return out, err
 	}
-	return held, nil
+	// Forward the frames as the client framed them: masked again in place.
+	var out [][]byte
+	for _, fr := range s.frames {
+		mask(s.msg[fr.from:fr.to], fr.key)
+		out = append(out, fr.hdr, s.msg[fr.from:fr.to])
+	}
+	s.reset()
+	return out, nil
 }
 
-// check scans one message. It returns nil, nil when the message may go on,
-// else what step returns to end the session.
-func (s *wsSession) check(where string, data []byte) ([]byte, error) {
-	g, r, id := s.g, s.r, s.id
-	if g.Scanner == nil {
-		return nil, nil // opened for the scrub of the upstream's side only
+// control reads and checks a control frame, which may come between the
+// fragments of a message; it is forwarded at once.
+func (s *wsSession) control(br *bufio.Reader, hdr []byte, f wsHeader) ([][]byte, error) {
+	raw := make([]byte, f.length) // at most wsMaxControlPayload
+	if _, err := io.ReadFull(br, raw); err != nil {
+		return s.readFailed(err)
 	}
-	ctx := context.WithoutCancel(r.Context())
-	req := &scanner.Request{
-		Tenant: id.Tenant, Host: s.host, Body: bytes.NewReader(data),
-		Allowed: func(h string) bool {
-			n, err := rules.NormalizeHost(h)
-			if err != nil {
-				return false
+	if s.op == 0 {
+		s.idle.inMessage(0)
+	}
+	payload := bytes.Clone(raw)
+	mask(payload, f.key)
+	where := "websocket:ping"
+	switch f.op {
+	case wsOpPong:
+		where = "websocket:pong"
+	case wsOpClose:
+		where = "websocket:close"
+	}
+	if f.op == wsOpClose && len(payload) >= 2 {
+		payload = payload[2:] // the status code is no data
+	}
+	if len(payload) > 0 {
+		if out, err := s.check(where, payload); out != nil || err != nil {
+			return out, err
+		}
+	}
+	return [][]byte{hdr, raw}, nil
+}
+
+// wsReadChunk is how much of a payload is read (and counted) at a time: a
+// header that claims a large payload costs nothing until its bytes come.
+const wsReadChunk = 32 << 10
+
+// readPayload appends n payload bytes to msg as they arrive, counting the
+// memory it takes in ScanMemory.
+func (s *wsSession) readPayload(br *bufio.Reader, n int) error {
+	for n > 0 {
+		k := min(n, wsReadChunk)
+		if len(s.msg)+k > cap(s.msg) {
+			c := min(max(2*cap(s.msg), len(s.msg)+k), int(s.max))
+			if !s.grow(int64(c - cap(s.msg))) {
+				return errWSBusy
 			}
-			return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
-		},
-		// PhantomAllowed stays nil: phantoms are swapped in headers and
-		// queries only, so a phantom inside a message is always a misuse.
-	}
-	start := time.Now()
-	res, err := g.Scanner.Scan(ctx, req)
-	if g.OnScan != nil {
-		g.OnScan(time.Since(start))
-	}
-	if err != nil {
-		g.logger().Warn("websocket scan failed", logTenant, id.Tenant, logHost, s.host, logErr, err)
-		g.record(ctx, r, refusal{id: id, reason: ReasonScanFailed, host: s.host, port: s.port, path: r.URL.Path})
-		return s.close(wsCloseInternalError, ReasonScanFailed)
-	}
-	// Redaction would rewrite a message the client framed and may have
-	// signed or counted: on a WebSocket, redact blocks.
-	blocked := res.Verdict == scanner.Block || res.Verdict == scanner.Redact
-	reason := res.Reason
-	var recErr error
-	for _, f := range res.Findings {
-		if f.Action == scanner.Redact {
-			f.Action = scanner.Block
+			s.msg = append(make([]byte, 0, c), s.msg...)
 		}
-		if reason == "" && f.Action == scanner.Block {
-			reason = scanner.KindReason(f.Kind)
+		if _, err := io.ReadFull(br, s.msg[len(s.msg):len(s.msg)+k]); err != nil {
+			return unexpected(err)
 		}
-		if f.Where != "" && f.Where != "body" {
-			f.Where = where + "/" + f.Where
-		} else {
-			f.Where = where
-		}
-		if _, err := g.recordFinding(ctx, r, id, s.host, s.port, incident.RedactPath(r.URL.Path), f); err != nil {
-			recErr = err
-		}
+		s.msg = s.msg[:len(s.msg)+k]
+		n -= k
 	}
-	if !blocked && recErr != nil {
-		// An alert that could not be recorded: the message does not go on
-		// unrecorded.
-		return s.close(wsCloseInternalError, ReasonIncidentStoreUnavailable)
+	return nil
+}
+
+// grow takes n more bytes of ScanMemory for the message, waiting at most
+// ScanWait.
+func (s *wsSession) grow(n int64) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.r.Context()), s.g.scanWait())
+	defer cancel()
+	return s.hold.grow(ctx, n)
+}
+
+// errWSBusy: ScanMemory had no room for a message within ScanWait.
+var errWSBusy = errors.New("gateway: no scan memory for the websocket message")
+
+func mask(p []byte, key [4]byte) {
+	for i := range p {
+		p[i] ^= key[i%4]
 	}
-	if !blocked {
-		return nil, nil
+}
+
+func (s *wsSession) reset() {
+	s.op, s.msg, s.frames, s.size = 0, nil, nil, 0
+}
+
+// readFailed ends the session after a read error: a client that stopped
+// sending in the middle of a message (or idled past TunnelIdleTimeout) is
+// told why; any other error ends the copy as it is.
+func (s *wsSession) readFailed(err error) ([][]byte, error) {
+	switch {
+	case errors.Is(err, errWSBusy):
+		return s.busy()
+	case !isTimeout(err):
+		return nil, err
+	case s.op != 0 || s.size > 0:
+		s.record(ReasonClientTimeout)
+		return s.close(wsCloseGoingAway, ReasonClientTimeout)
 	}
-	if reason == "" {
-		reason = scanner.ReasonSecret
-	}
-	return s.close(wsClosePolicy, reason)
+	return s.close(wsCloseGoingAway, "idle")
+}
+
+// busy closes a WebSocket whose message found no room in ScanMemory.
+func (s *wsSession) busy() ([][]byte, error) {
+	s.record(ReasonScanBusy)
+	return s.close(wsCloseTryAgainLater, ReasonScanBusy)
+}
+
+// panicked closes the WebSocket after a panic in its handling and says why.
+func (s *wsSession) panicked(v any) ([][]byte, error) {
+	s.g.logger().Error("panic in a websocket", "panic", panicText(v), "stack", string(debug.Stack()),
+		logTenant, s.id.Tenant, logHost, s.host)
+	s.record(ReasonInternalError)
+	return s.close(wsCloseInternalError, ReasonInternalError)
+}
+
+func (s *wsSession) record(reason string) {
+	s.g.record(context.WithoutCancel(s.r.Context()), s.r, refusal{id: s.id, reason: reason, host: s.host, port: s.port, path: s.r.URL.Path})
 }
 
 // oversize refuses a message over the limit: it is never forwarded in part.
-func (s *wsSession) oversize() ([]byte, error) {
+func (s *wsSession) oversize() ([][]byte, error) {
 	r := s.r
 	s.g.recordFinding(context.WithoutCancel(r.Context()), r, s.id, s.host, s.port, incident.RedactPath(r.URL.Path), scanner.Finding{
 		Kind: scanner.KindOversize, Rule: scanner.RuleOversize, Where: "websocket:message[" + strconv.Itoa(s.n) + "]",
@@ -344,7 +450,7 @@ func (s *wsSession) oversize() ([]byte, error) {
 }
 
 // protocolError closes a WebSocket whose frames the gateway cannot check.
-func (s *wsSession) protocolError(why string) ([]byte, error) {
+func (s *wsSession) protocolError(why string) ([][]byte, error) {
 	s.g.logger().Info("websocket protocol error", logTenant, s.id.Tenant, logHost, s.host, logReason, why)
 	return s.close(wsCloseProtocolError, why)
 }
@@ -352,149 +458,11 @@ func (s *wsSession) protocolError(why string) ([]byte, error) {
 // close tells the client (at once) and the upstream (by the returned frame)
 // that the gateway ends the WebSocket; nothing the client sent after the
 // refused message is forwarded.
-func (s *wsSession) close(code int, reason string) ([]byte, error) {
-	s.op, s.msg, s.held = 0, nil, nil
+func (s *wsSession) close(code int, reason string) ([][]byte, error) {
+	s.reset()
+	s.idle.inMessage(0)
 	if s.client != nil {
 		s.client.closeClient(code, reason)
 	}
-	return wsCloseFrame(code, reason, true), errWebSocketClosed
-}
-
-// wsCloseFrame builds a Close frame with code and reason (cut to fit a
-// control frame), masked when it goes to a server.
-func wsCloseFrame(code int, reason string, masked bool) []byte {
-	payload := binary.BigEndian.AppendUint16(nil, uint16(code))
-	if len(reason) > wsMaxControlPayload-2 {
-		reason = reason[:wsMaxControlPayload-2]
-	}
-	payload = append(payload, reason...)
-	frame := []byte{0x80 | wsOpClose, byte(len(payload))}
-	if masked {
-		var key [4]byte
-		rand.Read(key[:])
-		frame[1] |= 0x80
-		frame = append(frame, key[:]...)
-		for i := range payload {
-			payload[i] ^= key[i%4]
-		}
-	}
-	return append(frame, payload...)
-}
-
-// wsHeader is a parsed frame header.
-type wsHeader struct {
-	fin    bool
-	rsv    byte
-	op     byte
-	masked bool
-	key    [4]byte
-	length uint64
-}
-
-// readWSHeader reads a frame header and returns its bytes as received.
-func readWSHeader(br *bufio.Reader) ([]byte, wsHeader, error) {
-	var h wsHeader
-	hdr := make([]byte, 2, 14)
-	if _, err := io.ReadFull(br, hdr); err != nil {
-		return nil, h, err
-	}
-	h.fin = hdr[0]&0x80 != 0
-	h.rsv = hdr[0] & 0x70
-	h.op = hdr[0] & 0x0f
-	h.masked = hdr[1]&0x80 != 0
-	ext := 0
-	switch hdr[1] & 0x7f {
-	case 126:
-		ext = 2
-	case 127:
-		ext = 8
-	}
-	if h.masked {
-		ext += 4
-	}
-	hdr = hdr[:2+ext]
-	if _, err := io.ReadFull(br, hdr[2:]); err != nil {
-		return nil, h, unexpected(err)
-	}
-	h.length, h.key = wsLengthAndKey(hdr)
-	return hdr, h, nil
-}
-
-// wsLengthAndKey decodes the payload length and masking key of a complete header.
-func wsLengthAndKey(hdr []byte) (uint64, [4]byte) {
-	var key [4]byte
-	n := uint64(hdr[1] & 0x7f)
-	rest := hdr[2:]
-	switch n {
-	case 126:
-		n, rest = uint64(binary.BigEndian.Uint16(rest)), rest[2:]
-	case 127:
-		n, rest = binary.BigEndian.Uint64(rest), rest[8:]
-	}
-	if hdr[1]&0x80 != 0 {
-		copy(key[:], rest)
-	}
-	return n, key
-}
-
-func unexpected(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// wsFrameTracker follows frame boundaries in a byte stream without keeping
-// payloads: enough to know where a frame of the gateway's own may go.
-type wsFrameTracker struct {
-	hdr  [14]byte
-	n    int    // header bytes seen of the frame in progress
-	need int    // header length, once known (0: not yet)
-	left uint64 // payload bytes left
-}
-
-func (t *wsFrameTracker) atBoundary() bool { return t.n == 0 && t.left == 0 }
-
-// consume feeds all of p.
-func (t *wsFrameTracker) consume(p []byte) {
-	for len(p) > 0 {
-		p = p[t.next(p):]
-	}
-}
-
-// next feeds p up to the end of the frame in progress and returns how many
-// bytes it took.
-func (t *wsFrameTracker) next(p []byte) int {
-	i := 0
-	for t.left == 0 && i < len(p) {
-		// In a header (or at a boundary, starting one).
-		t.hdr[t.n] = p[i]
-		t.n++
-		i++
-		if t.n == 2 {
-			t.need = 2
-			switch t.hdr[1] & 0x7f {
-			case 126:
-				t.need += 2
-			case 127:
-				t.need += 8
-			}
-			if t.hdr[1]&0x80 != 0 {
-				t.need += 4
-			}
-		}
-		if t.n >= 2 && t.n == t.need {
-			t.left, _ = wsLengthAndKey(t.hdr[:t.n])
-			t.n, t.need = 0, 0
-			if t.left == 0 {
-				return i // an empty frame ends here
-			}
-		}
-	}
-	k := uint64(len(p) - i)
-	if k > t.left {
-		k = t.left
-	}
-	t.left -= k
-	return i + int(k)
+	return [][]byte{wsCloseFrame(code, reason, true)}, errWebSocketClosed
 }

@@ -97,13 +97,15 @@ func FuzzWSStep(f *testing.F) {
 		var out []byte
 		for {
 			b, err := s.step(br)
-			if int64(len(s.held)) > s.max {
-				t.Fatalf("holding %d bytes over the limit %d", len(s.held), s.max)
+			if s.size > s.max || int64(cap(s.msg)) > s.max {
+				t.Fatalf("holding %d bytes (%d allocated) over the limit %d", s.size, cap(s.msg), s.max)
 			}
 			if err != nil {
 				break
 			}
-			out = append(out, b...)
+			for _, p := range b {
+				out = append(out, p...)
+			}
 		}
 		// What was released is whole frames the client sent (control frames
 		// may overtake the fragments of a message held for its scan).

@@ -119,6 +119,13 @@ tenants:
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
+	return newWorldWith(t, nil)
+}
+
+// newWorldWith is newWorld with configure applied to the gateway before it
+// serves (for what Serve reads once, as the listener's limits).
+func newWorldWith(t testing.TB, configure func(*gateway.Gateway)) *world {
+	t.Helper()
 	dir := t.TempDir()
 	w := &world{t: t, tokens: map[string]string{}, sink: &recordingSink{}, dialed: make(chan string, 100)}
 	w.upCA = testnet.NewTestCA(t, "upstream")
@@ -170,6 +177,9 @@ func newWorld(t testing.TB) *world {
 		Dialer:  dialer,
 		RootCAs: roots,
 		Events:  w.sink,
+	}
+	if configure != nil {
+		configure(w.gw)
 	}
 	w.proxyAddr = serveOnLoopback(t, w.gw)
 	return w
@@ -228,6 +238,7 @@ func startUpstream(t testing.TB, cfg *tls.Config) *upstream {
 		brw.WriteString("echo: " + line)
 		brw.Flush()
 	})
+	mux.HandleFunc("/wsecho", wsEcho)
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rw.Header().Set("X-Upstream-Host", r.Host)
@@ -373,4 +384,38 @@ func (s *recordingSink) has(reason string) bool {
 		}
 	}
 	return false
+}
+
+// wsEcho is a WebSocket upstream that echoes every data frame as one
+// unmasked frame and answers a Close with a Close.
+func wsEcho(rw http.ResponseWriter, r *http.Request) {
+	conn, brw, err := http.NewResponseController(rw).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+		wsAccept(r.Header.Get("Sec-WebSocket-Key")))
+	brw.Flush()
+	for {
+		f, err := readFrame(brw.Reader)
+		if err != nil {
+			return
+		}
+		switch f.op {
+		case 0x8:
+			writeFrame(conn, true, 0x8, f.payload, false)
+			return
+		case 0x1, 0x2:
+			writeFrame(conn, true, f.op, f.payload, false)
+		}
+	}
+}
+
+// snapshot returns a copy of the events so far.
+func (s *recordingSink) snapshot() []incident.Incident {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]incident.Incident(nil), s.events...)
 }

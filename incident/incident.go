@@ -23,6 +23,10 @@ type Incident struct {
 	Method string    `json:"method,omitempty"`
 	Path   string    `json:"path,omitempty"`   // never with the query string
 	Client string    `json:"client,omitempty"` // the client's address as the gateway saw it
+	// Probe marks the refusal of a request that `sluice doctor` tagged (the Sluice-Probe
+	// header): counted, logged, not stored, so that proving the fence does not fill the
+	// incident list. Findings are never probes.
+	Probe bool `json:"-"`
 
 	// Set for findings only.
 	Rule        string `json:"rule,omitempty"`        // the detection rule's id

@@ -97,8 +97,9 @@ type Entry struct {
 	Origin Origin `yaml:"-" json:"origin"`
 }
 
-// upperMethods stores methods upper-case, as Entry.Methods documents.
-func upperMethods(ms []string) {
+// UpperMethods stores methods upper-case and trimmed, as Entry.Methods documents
+// (config does it when it decodes a file).
+func UpperMethods(ms []string) {
 	for i, m := range ms {
 		ms[i] = strings.ToUpper(strings.TrimSpace(m))
 	}

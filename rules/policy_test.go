@@ -62,7 +62,7 @@ func MustPolicy(tb testing.TB, yamlText, file string) *Policy {
 				items = child(items, list)
 				for i := range entries {
 					entries[i].Line = items.Content[i].Line
-					upperMethods(entries[i].Methods)
+					UpperMethods(entries[i].Methods)
 				}
 			}
 		}

@@ -134,7 +134,7 @@ func parsePreset(data []byte, name string) (*Preset, error) {
 		case pe.HostFrom != "" && !slotRE.MatchString(pe.HostFrom):
 			fail("entries[%d]: bad host_from %q", i, pe.HostFrom)
 		}
-		upperMethods(pe.Methods)
+		UpperMethods(pe.Methods)
 		if len(pe.Ports) == 0 {
 			pe.Ports = []int{443} // presets are HTTPS unless they say otherwise (apt: 80)
 		}

@@ -38,7 +38,7 @@ func (m *Service) DecideAccess(ctx context.Context, d Decision) (AccessRequest, 
 		m.logger().Error("grants not refreshed after a decision: the periodic refresh will apply it", "request", d.ID, "err", err)
 	}
 	// Held connections waiting on it go on (or get their 403) at once.
-	m.wake(x.ID)
+	m.wakeHeld(x.ID)
 	if m.OnAccess != nil && m.Review != nil {
 		if c, err := m.Review.GetAccessContext(context.WithoutCancel(ctx), x.ID); err == nil {
 			m.OnAccess(x, c)
@@ -60,8 +60,12 @@ func (m *Service) RefreshGrants(ctx context.Context) error {
 		return err
 	}
 	ids := make([]string, 0, len(xs))
+	var first time.Time
 	for _, x := range xs {
 		ids = append(ids, x.ID)
+		if first.IsZero() || x.ExpiresAt.Before(first) {
+			first = x.ExpiresAt
+		}
 	}
 	var scopes map[string]AccessContext
 	if m.Review != nil {
@@ -77,6 +81,10 @@ func (m *Service) RefreshGrants(ctx context.Context) error {
 	slices.Sort(ids)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !first.Equal(m.grantExpiry) {
+		m.grantExpiry = first
+		m.poke()
+	}
 	if e := m.engine(); e != nil {
 		if err := e.SetGrants(gs); err != nil {
 			m.logger().Error("some grants were not installed", "err", err)

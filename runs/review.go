@@ -26,7 +26,7 @@ const (
 // Limits of sandbox filings.
 const (
 	// MaxReason bounds a filing's reason (bytes).
-	MaxReason = 2000
+	MaxReason = MaxJustification
 	// MaxPendingPerTenant bounds a tenant's queue: past it, filings wait.
 	MaxPendingPerTenant = 200
 	// FilingTTL is how long a filed request waits for a decision.
@@ -36,9 +36,9 @@ const (
 )
 
 // ReviewStore keeps what filing, holding and scoped approvals need besides
-// Store: the store package's methods of the same names.
+// Store (which creates the requests): the store package's methods of the
+// same names.
 type ReviewStore interface {
-	CreateAccessRequest(ctx context.Context, x AccessRequest) (AccessRequest, error)
 	GetAccessRequest(ctx context.Context, id string) (AccessRequest, error)
 	SetAccessContext(ctx context.Context, c AccessContext) error
 	GetAccessContext(ctx context.Context, id string) (AccessContext, error)
@@ -151,7 +151,7 @@ func (m *Service) FileAccess(ctx context.Context, f Filing) (Filed, error) {
 	if m.Review == nil {
 		return Filed{}, errors.New("runs: this server takes no access requests from sandboxes")
 	}
-	x, err := filingRequest(f, time.Now())
+	x, err := m.filingRequest(f, time.Now())
 	if err != nil {
 		return Filed{}, err
 	}
@@ -181,7 +181,7 @@ func (m *Service) FileAccess(ctx context.Context, f Filing) (Filed, error) {
 	} else if n >= MaxPendingPerTenant {
 		return Filed{}, ErrLimited
 	}
-	x, err = m.Review.CreateAccessRequest(ctx, x)
+	x, err = m.Store.CreateAccessRequest(ctx, x)
 	if err != nil {
 		return Filed{}, err
 	}
@@ -205,8 +205,9 @@ func (m *Service) FileAccess(ctx context.Context, f Filing) (Filed, error) {
 	return Filed{Request: x, Context: c}, nil
 }
 
-// filingRequest checks a filing and turns it into a pending request.
-func filingRequest(f Filing, now time.Time) (AccessRequest, error) {
+// filingRequest checks a filing and turns it into a pending request, with
+// the checks RequestAccess makes (a known tenant, a grantable entry).
+func (m *Service) filingRequest(f Filing, now time.Time) (AccessRequest, error) {
 	reason := cleanReason(f.Reason)
 	switch {
 	case f.Tenant == "":
@@ -219,15 +220,15 @@ func filingRequest(f Filing, now time.Time) (AccessRequest, error) {
 	if reason == "" {
 		reason = "held by the gateway while a reviewer decides"
 	}
-	x := AccessRequest{Tenant: f.Tenant, Host: strings.TrimSpace(f.Host), Ports: f.Ports, Methods: f.Methods, Paths: f.Paths,
-		Justification: reason, ExpiresAt: now.Add(FilingTTL)}
-	if err := rules.CheckGrant(GrantOf(x)); err != nil {
-		return AccessRequest{}, fmt.Errorf("%w: %v", ErrInvalid, strings.TrimPrefix(err.Error(), "rules: "))
+	methods := make([]string, len(f.Methods))
+	for i, m := range f.Methods {
+		methods[i] = strings.ToUpper(strings.TrimSpace(m))
 	}
-	for i, m := range x.Methods {
-		x.Methods[i] = strings.ToUpper(strings.TrimSpace(m))
+	if len(f.Methods) == 0 {
+		methods = nil
 	}
-	return x, nil
+	return m.accessRequest(AccessInput{Tenant: f.Tenant, Host: f.Host, Ports: f.Ports, Methods: methods, Paths: f.Paths,
+		Justification: reason, ExpiresAt: now.Add(FilingTTL), Filed: now})
 }
 
 // cleanReason trims a reason and drops control characters but newlines and
@@ -305,7 +306,7 @@ func (m *Service) forgetWaiter(id string, ch chan struct{}) {
 }
 
 // wake tells the holds waiting on a request that it was decided.
-func (m *Service) wake(id string) {
+func (m *Service) wakeHeld(id string) {
 	m.review.mu.Lock()
 	ws := m.review.waiters[id]
 	delete(m.review.waiters, id)

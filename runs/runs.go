@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -58,6 +59,9 @@ type Service struct {
 	// ForgetPhantoms drops them when the run ends. Nil: runs get none.
 	MintPhantoms   func(tenant, run string) ([]string, error)
 	ForgetPhantoms func(tenant, run string) error
+	// Sandboxes registers the runs' sandbox addresses (Request.Sandbox). Nil: a run
+	// that names one is refused.
+	Sandboxes Sandboxes
 	// Interval between sweeps of expired runs and grant refreshes. Zero: 30s.
 	Interval time.Duration
 	// Logger nil: slog.Default().
@@ -78,6 +82,11 @@ type Service struct {
 	mu      sync.Mutex
 	expires map[string]time.Time // live runs' expiry (zero: none)
 	grants  []string             // ids of the grants last installed, sorted
+	lookups lookups              // LookupToken's bounds
+	// grantExpiry is the first expiry among the grants installed; wake
+	// tells the loop that a sooner deadline may have come (loop.go).
+	grantExpiry time.Time
+	wake        chan struct{}
 }
 
 // Request asks for a new run.
@@ -93,6 +102,9 @@ type Request struct {
 	Manifests map[string]string
 	// Extras are the run's own allow entries (within the class's run_extras).
 	Extras []rules.Entry
+	// Sandbox is the sandbox's address (a /32 or /128) or network, from ParseSandbox:
+	// its DNS queries and redirected connections are the run's. Zero: none.
+	Sandbox netip.Prefix
 	// Actor is who asks, for the audit log.
 	Actor string
 }
@@ -120,6 +132,8 @@ type Created struct {
 type record struct {
 	Files      []string           `json:"files"`
 	Derivation *derive.Derivation `json:"derivation,omitempty"`
+	// Sandbox is the run's sandbox address or network (sandbox.go), "" for none.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // CreateRun derives the run's presets from its manifests and remote, resolves its
@@ -166,12 +180,21 @@ func (m *Service) CreateRun(ctx context.Context, r Request) (Created, error) {
 		Entries: allow, Passthrough: pass, Expires: exp}); err != nil {
 		return Created{}, fmt.Errorf("%w: %v", ErrInvalid, strings.TrimPrefix(err.Error(), "rules: "))
 	}
-	rec, _ := json.Marshal(record{Files: files, Derivation: der})
+	if err := m.claimSandbox(r.Sandbox, rules.Identity{Tenant: r.Tenant, Class: pol.Class, Run: id}); err != nil {
+		engine.RemoveRun(id)
+		return Created{}, err
+	}
+	rec := record{Files: files, Derivation: der}
+	if r.Sandbox.IsValid() {
+		rec.Sandbox = r.Sandbox.String()
+	}
+	recJSON, _ := json.Marshal(rec)
 	extras, _ := json.Marshal(nonNil(r.Extras))
 	run, err := m.Store.CreateRun(ctx, Run{ID: id, Tenant: r.Tenant, Class: pol.Class, TokenHash: hex.EncodeToString(hash[:]),
-		Created: now, Expires: exp, RepoRemote: remote, Manifests: rec, Extra: extras})
+		Created: now, Expires: exp, RepoRemote: remote, Manifests: recJSON, Extra: extras})
 	if err != nil {
 		engine.RemoveRun(id) // not stored: it must not outlive a restart silently, nor work now
+		m.releaseSandbox(id)
 		return Created{}, err
 	}
 	proxy := &url.URL{Scheme: "http", User: url.UserPassword(r.Tenant, token), Host: m.ProxyAddr()}
@@ -183,6 +206,7 @@ func (m *Service) CreateRun(ctx context.Context, r Request) (Created, error) {
 		ph, err := m.MintPhantoms(r.Tenant, id)
 		if err != nil {
 			engine.RemoveRun(id)
+			m.releaseSandbox(id)
 			m.Store.EndRun(ctx, id, time.Time{})
 			return Created{}, fmt.Errorf("run phantoms: %w", err)
 		}
@@ -223,6 +247,7 @@ func (m *Service) EndRun(ctx context.Context, id, actor string) (Run, error) {
 	if e := m.engine(); e != nil {
 		removed = e.RemoveRun(id)
 	}
+	m.releaseSandbox(id) // before the tunnels close: nothing new is the run's
 	closed := 0
 	if gw := m.gateway(); gw != nil {
 		closed = gw.CloseRun(id)
@@ -230,7 +255,8 @@ func (m *Service) EndRun(ctx context.Context, id, actor string) (Run, error) {
 	m.mu.Lock()
 	delete(m.expires, id)
 	m.mu.Unlock()
-	run, err := m.Store.EndRun(ctx, id, time.Time{})
+	at := time.Now()
+	run, err := m.Store.EndRun(ctx, id, at)
 	if err != nil {
 		return run, err
 	}
@@ -239,7 +265,11 @@ func (m *Service) EndRun(ctx context.Context, id, actor string) (Run, error) {
 			m.logger().Warn("run phantoms not forgotten", "run", id, "err", err)
 		}
 	}
-	m.audit(ctx, actor, "run.ended", run.Tenant, id, fmt.Sprintf("tunnels closed: %d", closed))
+	// The store keeps the first end: when it is not ours, another replica
+	// (or an earlier call) ended the run and wrote the audit entry.
+	if run.Ended.Equal(at) {
+		m.audit(ctx, actor, "run.ended", run.Tenant, id, fmt.Sprintf("tunnels closed: %d", closed))
+	}
 	m.logger().Info("run ended", "run", id, "tenant", run.Tenant, "actor", actor, "was_registered", removed, "tunnels_closed", closed)
 	return run, nil
 }
@@ -251,6 +281,7 @@ func (m *Service) track(id string, exp time.Time) {
 		m.expires = map[string]time.Time{}
 	}
 	m.expires[id] = exp
+	m.poke()
 }
 
 func (m *Service) audit(ctx context.Context, actor, action, tenant, target, detail string) {
@@ -346,6 +377,16 @@ func (m *Service) register(run Run) error {
 	if err := engine.AddRun(r); err != nil {
 		return err
 	}
+	if rec.Sandbox != "" {
+		p, err := netip.ParsePrefix(rec.Sandbox)
+		if err == nil {
+			err = m.claimSandbox(p, rules.Identity{Tenant: run.Tenant, Class: run.Class, Run: run.ID})
+		}
+		if err != nil {
+			engine.RemoveRun(run.ID)
+			return fmt.Errorf("sandbox %s: %w", rec.Sandbox, err)
+		}
+	}
 	m.track(run.ID, run.Expires)
 	return nil
 }
@@ -366,27 +407,6 @@ func (m *Service) sweep(ctx context.Context) {
 	for _, id := range due {
 		if _, err := m.EndRun(ctx, id, "sluice (ttl)"); err != nil {
 			m.logger().Error("expired run not ended", "run", id, "err", err)
-		}
-	}
-}
-
-// Run sweeps expired runs and refreshes grants every Interval until ctx ends.
-func (m *Service) Run(ctx context.Context) {
-	iv := m.Interval
-	if iv <= 0 {
-		iv = 30 * time.Second
-	}
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.sweep(ctx)
-			if err := m.RefreshGrants(ctx); err != nil {
-				m.logger().Error("grants not refreshed", "err", err)
-			}
 		}
 	}
 }

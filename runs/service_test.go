@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +42,13 @@ type world struct {
 type failStore struct {
 	runstore.Store
 	CreateRunFn func(ctx context.Context, r runs.Run) (runs.Run, error)
+	// byToken counts RunByTokenHash calls.
+	byToken int
+}
+
+func (f *failStore) RunByTokenHash(ctx context.Context, h string) (runs.Run, error) {
+	f.byToken++
+	return f.Store.RunByTokenHash(ctx, h)
 }
 
 func (f *failStore) CreateRun(ctx context.Context, r runs.Run) (runs.Run, error) {
@@ -51,12 +59,16 @@ func (f *failStore) CreateRun(ctx context.Context, r runs.Run) (runs.Run, error)
 }
 
 // fakeGateway counts what the service asks of the gateway (no tunnels here).
-type fakeGateway struct{ closed, rechecked int }
+type fakeGateway struct{ closed, rechecked atomic.Int64 }
 
-func (g *fakeGateway) CloseRun(string) int { g.closed++; return 0 }
-func (g *fakeGateway) PolicyChanged() int  { g.rechecked++; return 0 }
+func (g *fakeGateway) CloseRun(string) int { g.closed.Add(1); return 0 }
+func (g *fakeGateway) PolicyChanged() int  { g.rechecked.Add(1); return 0 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newReplica(t, nil) }
+
+// newReplica is a world sharing peer's store (a replica beside it), or with
+// a store of its own when peer is nil.
+func newReplica(t *testing.T, peer *world) *world {
 	t.Helper()
 	tok, err := rules.NewToken()
 	if err != nil {
@@ -74,10 +86,13 @@ func newWorld(t *testing.T) *world {
 	if w.engine, err = rules.Compile(cfg.Policy(), cfg.Token); err != nil {
 		t.Fatal(err)
 	}
-	if w.st, err = store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName)); err != nil {
+	if peer != nil {
+		w.st = peer.st
+	} else if w.st, err = store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName)); err != nil {
 		t.Fatal(err)
+	} else {
+		t.Cleanup(func() { w.st.Close() })
 	}
-	t.Cleanup(func() { w.st.Close() })
 	w.store = &failStore{Store: runstore.New(w.st)}
 	w.svc = &runs.Service{
 		Store:  w.store,
@@ -125,8 +140,8 @@ func TestCreateAndEndRun(t *testing.T) {
 	if _, err := w.svc.EndRun(ctx, c.Run.ID, "ada"); err != nil {
 		t.Fatal(err)
 	}
-	if w.works(c) || w.gw.closed != 1 {
-		t.Errorf("after EndRun: token works %v, tunnels closed %d times", w.works(c), w.gw.closed)
+	if w.works(c) || w.gw.closed.Load() != 1 {
+		t.Errorf("after EndRun: token works %v, tunnels closed %d times", w.works(c), w.gw.closed.Load())
 	}
 	if _, err := w.svc.EndRun(ctx, "run_unknown", "ada"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ending an unknown run: %v", err)
@@ -229,8 +244,8 @@ func TestDecideAccessAndRefresh(t *testing.T) {
 	if _, err := w.svc.DecideAccess(ctx, runs.Decision{ID: x.ID, Approve: false, Reviewer: "rex"}); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("second decision: %v, want a conflict", err)
 	}
-	if w.gw.rechecked != 0 {
-		t.Fatalf("tunnels re-checked %d times before any grant ended", w.gw.rechecked)
+	if w.gw.rechecked.Load() != 0 {
+		t.Fatalf("tunnels re-checked %d times before any grant ended", w.gw.rechecked.Load())
 	}
 	// The grant ends: it leaves the engine and open tunnels are re-checked.
 	if _, err := w.st.ExpireAccessRequests(ctx, time.Now().Add(2*time.Hour)); err != nil {
@@ -239,7 +254,7 @@ func TestDecideAccessAndRefresh(t *testing.T) {
 	if err := w.svc.RefreshGrants(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if g := w.engine.Grants(); len(g) != 0 || w.gw.rechecked != 1 {
-		t.Errorf("after the grant ended: grants %+v, re-checked %d times", g, w.gw.rechecked)
+	if g := w.engine.Grants(); len(g) != 0 || w.gw.rechecked.Load() != 1 {
+		t.Errorf("after the grant ended: grants %+v, re-checked %d times", g, w.gw.rechecked.Load())
 	}
 }

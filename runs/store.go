@@ -22,11 +22,17 @@ type Store interface {
 	EndRun(ctx context.Context, id string, at time.Time) (Run, error)
 	// ActiveRuns lists the runs that have neither ended nor expired.
 	ActiveRuns(ctx context.Context) ([]Run, error)
+	// GetRun returns one run, and RunByTokenHash the run whose token's
+	// hash has that hex (replicas learn of each other's runs with them).
+	GetRun(ctx context.Context, id string) (Run, error)
+	RunByTokenHash(ctx context.Context, hash string) (Run, error)
 	AppendAudit(ctx context.Context, e AuditEntry) (int64, error)
 	// ExpireAccessRequests marks the requests whose expiry has passed.
 	ExpireAccessRequests(ctx context.Context, now time.Time) (int64, error)
 	// ActiveGrants lists the approved requests that have not expired.
 	ActiveGrants(ctx context.Context, now time.Time) ([]AccessRequest, error)
+	// CreateAccessRequest stores a new pending request.
+	CreateAccessRequest(ctx context.Context, x AccessRequest) (AccessRequest, error)
 	// DecideAccessRequest records a decision on a pending request (and its
 	// audit entry, in the same transaction).
 	DecideAccessRequest(ctx context.Context, id string, d AccessDecision) (AccessRequest, error)

@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -56,27 +59,89 @@ func benchBodies() map[string][]byte {
 		fmt.Fprintf(&dense, "api_key = %q\ntoken: %s\nsecret=%s\nAuthorization: Bearer %s\n",
 			str(base62, 32), str(base62, 40), str(base64Chars, 44), str(base62+"._-", 60))
 	}
-	return map[string][]byte{"json": chat, "packages": lock, "dense": []byte(dense.String())}
+	return map[string][]byte{"json": chat, "packages": lock, "dense": []byte(dense.String()),
+		"code": codeChat(1 << 20), "nokw": noKeywordText(1 << 20)}
+}
+
+// codeChat is a chat request of about n bytes whose tool results are real
+// source code (Go's net/http, read at run time): keyword-dense (key, token,
+// auth, secret) the way an agent's traffic is.
+func codeChat(n int) []byte {
+	files, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", "net", "http", "*.go"))
+	slices.Sort(files)
+	var msgs []map[string]string
+	size := 0
+	for i := 0; size < n && len(files) > 0; i++ {
+		b, err := os.ReadFile(files[i%len(files)])
+		if err != nil {
+			break
+		}
+		if len(b) > 32<<10 {
+			b = b[:32<<10]
+		}
+		msgs = append(msgs, map[string]string{"role": "user", "content": "Please fix the failing test in " + filepath.Base(files[i%len(files)])},
+			map[string]string{"role": "tool", "content": string(b)})
+		size += len(b) + 100
+	}
+	out, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs})
+	return out
+}
+
+// noKeywordText is prose that holds none of the rules' keywords: the cost
+// of the automaton pass alone (and the decoders' checks).
+func noKeywordText(n int) []byte {
+	rs, err := DefaultRules()
+	if err != nil {
+		panic(err)
+	}
+	var words []string
+	for _, w := range strings.Fields("a the of to in for on with at by from up about into over after under again then once here there when where why how all any both each few more most other some such no nor not only own same so than too very can will just should now city river garden kitchen bread coffee music movie book library school student teacher lesson travel train station hotel room price total number first second third last next good great new old long small large") {
+		hit := false
+		rs.eng.kw.each(" "+w+" ", func(int, int) { hit = true })
+		if !hit {
+			words = append(words, w)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(words[r.IntN(len(words))])
+		if r.IntN(12) == 0 {
+			b.WriteString(".\n")
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	out := []byte(b.String())
+	hits := 0
+	rs.eng.kw.each(string(out), func(int, int) { hits++ })
+	if hits > 0 {
+		panic(fmt.Sprintf("noKeywordText has %d keyword hits", hits))
+	}
+	return out
 }
 
 func BenchmarkScan(b *testing.B) {
 	s := testScanner(b)
 	s.MaxBodyBytes = 64 << 20
 	s.Timeout = 10 * time.Minute
-	for _, name := range []string{"json", "packages", "dense"} {
-		body := benchBodies()[name]
+	bodies := benchBodies()
+	for _, name := range []string{"json", "packages", "dense", "code", "nokw"} {
+		body := bodies[name]
 		ct := "application/json"
-		if name == "dense" {
+		if name == "dense" || name == "nokw" {
 			ct = "text/plain"
 		}
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
+			cpu := cpuTime()
 			for b.Loop() {
 				res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {ct}}, Body: strings.NewReader(string(body))})
 				if err != nil || res == nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpuTime()-cpu, len(body))
 		})
 	}
 }
@@ -90,11 +155,31 @@ func TestWriteBenchCorpus(t *testing.T) {
 	}
 	for name, body := range benchBodies() {
 		ext := ".json"
-		if name == "dense" {
+		if name == "dense" || name == "nokw" {
 			ext = ".txt"
 		}
 		if err := os.WriteFile(filepath.Join(dir, name+ext), body, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// cpuTime is the process's user and system time: on a machine shared with
+// other work it measures the scan's cost where wall time measures the load.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds CPU time per op and the throughput it gives.
+func reportCPU(b *testing.B, cpu time.Duration, size int) {
+	if cpu <= 0 || b.N == 0 {
+		return
+	}
+	per := float64(cpu.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(per, "cpu-ns/op")
+	b.ReportMetric(float64(size)/per*1e3, "cpu-MB/s")
 }

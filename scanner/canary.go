@@ -265,12 +265,9 @@ func githubToken(prefix string) string {
 
 // canaries looks for canary values: every token of a canary's length in
 // every segment (all layers), and every secret found, is fingerprinted.
-func (s *Scanner) canaries(segs []*segment, found []Finding) []Finding {
-	if s.Canaries == nil {
-		return nil
-	}
-	lengths := s.Canaries.Lengths()
-	if len(lengths) == 0 {
+// lengths are the scan's s.Canaries.Lengths().
+func (s *Scanner) canaries(segs []*segment, found []Finding, lengths map[int]bool) []Finding {
+	if s.Canaries == nil || len(lengths) == 0 {
 		return nil
 	}
 	var out []Finding

@@ -90,6 +90,8 @@ func BenchmarkScanChatJSON(b *testing.B) {
 	u, _ := url.Parse("https://api.example.test/v1/chat/completions")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
+	cpu := cpuTime()
+	defer func() { reportCPU(b, cpuTime()-cpu, len(body)) }()
 	for b.Loop() {
 		res, err := s.Scan(context.Background(), &Request{Tenant: "t", Host: "api.example.test", URL: u,
 			Header:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer abc"}},

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,7 +80,8 @@ func headerSegments(h http.Header) []*segment {
 			continue
 		}
 		for _, v := range h[name] {
-			out = append(out, &segment{where: "header:" + cn, header: cn, text: cn + ": " + v})
+			// The name as sent: canonicalising would change a token's case.
+			out = append(out, &segment{where: "header:" + cn, header: cn, text: name + ": " + v})
 		}
 	}
 	return out
@@ -109,7 +111,7 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", encodings[i], err)
 		}
-		out, err := io.ReadAll(io.LimitReader(r, max+1))
+		out, err := readAllHint(io.LimitReader(r, max+1), sizeHint(encodings[i], b, max))
 		closeFn()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", encodings[i], err)
@@ -120,6 +122,35 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 		b = out
 	}
 	return b, nil
+}
+
+// sizeHint guesses a layer's decompressed size, to read it into one
+// buffer instead of a doubling series: gzip's trailer holds it (modulo
+// 2^32); for the others, four times the input.
+func sizeHint(enc string, b []byte, max int64) int {
+	n := int64(len(b)) * 4
+	if (enc == "gzip" || enc == "x-gzip") && len(b) >= 18 {
+		n = int64(binary.LittleEndian.Uint32(b[len(b)-4:]))
+	}
+	return int(min(n, max) + 1)
+}
+
+// readAllHint is io.ReadAll into a buffer of about hint bytes first.
+func readAllHint(r io.Reader, hint int) ([]byte, error) {
+	b := make([]byte, 0, max(hint, 512))
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 func decoder(enc string, b []byte) (io.Reader, func(), error) {
@@ -312,7 +343,9 @@ func plainKey(k string) bool {
 // type; a base64 Content-Transfer-Encoding is undone.
 func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, bool) {
 	mr := multipart.NewReader(bytes.NewReader(b), boundary)
-	var out []*segment
+	// The reader skips what comes before the first boundary and after the
+	// last: a sender can put anything there, so it is scanned too.
+	out := outsideParts(b, boundary, chain)
 	for i := 0; ; i++ {
 		p, err := mr.NextRawPart()
 		if err == io.EOF {
@@ -330,12 +363,16 @@ func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, b
 			name = strconv.Itoa(i)
 		}
 		c := slices.Clone(chain)
-		if strings.EqualFold(p.Header.Get("Content-Transfer-Encoding"), "base64") {
+		switch cte := p.Header.Get("Content-Transfer-Encoding"); {
+		case strings.EqualFold(cte, "base64"):
 			d, err := base64.StdEncoding.DecodeString(strings.Map(dropSpace, string(data)))
 			if err == nil {
 				data = d
 				c = append(c, "base64")
 			}
+		case strings.EqualFold(cte, "quoted-printable"):
+			data = []byte(qpDecode(string(data)))
+			c = append(c, encQP)
 		}
 		for _, sg := range bodySegments(data, p.Header.Get("Content-Type"), c) {
 			sg.where = "multipart:" + name + strings.TrimPrefix(strings.TrimPrefix(sg.where, "body"), "json:")
@@ -348,6 +385,28 @@ func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, b
 			}
 		}
 	}
+}
+
+// outsideParts are a multipart body's preamble and epilogue, when they
+// hold more than white space.
+func outsideParts(b []byte, boundary string, chain []string) []*segment {
+	var out []*segment
+	add := func(where string, t []byte) {
+		if len(bytes.TrimSpace(t)) > 0 {
+			out = append(out, &segment{where: where, chain: chain, text: string(t), body: true})
+		}
+	}
+	delim := []byte("--" + boundary)
+	first := bytes.Index(b, delim)
+	if first < 0 {
+		add("multipart:preamble", b)
+		return out
+	}
+	add("multipart:preamble", b[:first])
+	if last := bytes.LastIndex(b, append(delim, '-', '-')); last >= 0 {
+		add("multipart:epilogue", b[last+len(delim)+2:])
+	}
+	return out
 }
 
 func dropSpace(r rune) rune {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Shortest encoded runs worth decoding: shorter ones cannot hide a credential.
@@ -32,11 +33,18 @@ type run struct {
 func encodedRuns(s string) []run {
 	var out []run
 	for i := 0; i < len(s); {
-		// Here s[i-1] is not base64: when s[i+15] is not either, no run
-		// starting up to there is long enough.
-		if e := i + minBase64Run - 1; e < len(s) && !isB64(s[e]) {
-			i = e + 1
-			continue
+		// Here s[i-1] is not base64: when s[i+15] is not either, or the
+		// last byte before it that is not, no run starting up to there is
+		// long enough.
+		if e := i + minBase64Run - 1; e < len(s) {
+			k := e
+			for k > i && isB64(s[k]) {
+				k--
+			}
+			if k > i || !isB64(s[i]) {
+				i = k + 1
+				continue
+			}
 		}
 		if !isB64(s[i]) {
 			i++
@@ -87,7 +95,7 @@ func isHexStr(s string) bool {
 func decodeRun(t string) (run, bool) {
 	if len(t) >= minHexRun && len(t)%2 == 0 && isHexStr(t) {
 		if b, err := hex.DecodeString(t); err == nil && textual(b) {
-			return run{enc: encHex, decoded: string(b)}, true
+			return run{enc: encHex, decoded: ownString(b)}, true
 		}
 		return run{}, false
 	}
@@ -105,7 +113,7 @@ func decodeRun(t string) (run, bool) {
 	if err != nil || len(b) < 8 || !textual(b) {
 		return run{}, false
 	}
-	return run{enc: enc, decoded: string(b)}, true
+	return run{enc: enc, decoded: ownString(b)}, true
 }
 
 // textual reports whether b reads as text: valid UTF-8 with few control bytes.
@@ -139,17 +147,30 @@ func hasPercent(s string) bool {
 
 // percentDecode undoes %XX escapes, leaving malformed ones as they are.
 func percentDecode(s string) string {
-	var b strings.Builder
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHexStr(s[i+1:i+3]) {
-			v, _ := hex.DecodeString(s[i+1 : i+3])
-			b.WriteByte(v[0])
-			i += 2
-			continue
+		if s[i] == '%' && i+2 < len(s) {
+			hi, ok1 := hexVal(s[i+1])
+			lo, ok2 := hexVal(s[i+2])
+			if ok1 && ok2 {
+				b = append(b, hi<<4|lo)
+				i += 2
+				continue
+			}
 		}
-		b.WriteByte(s[i])
+		b = append(b, s[i])
 	}
-	return b.String()
+	return ownString(b)
+}
+
+// ownString makes a string of b without a copy; b must not be used after.
+// Decoded layers are as large as the text they come from: copying each
+// would double the memory a layered body needs.
+func ownString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // percentEncode escapes everything but unreserved characters (RFC 3986).
@@ -184,10 +205,33 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 				header: g.header, body: g.body, depth: g.depth + 1}
 		}
 		for _, r := range encodedRuns(g.text) {
+			c := child(r.enc, r.decoded)
+			c.basic = r.enc == encBase64 && isBasicValue(g, r)
+			out = append(out, c)
+		}
+		for _, r := range hexSepRuns(g.text) {
 			out = append(out, child(r.enc, r.decoded))
 		}
 		if hasPercent(g.text) {
-			out = append(out, child(encPercent, percentDecode(g.text)))
+			levels := 0
+			d, ok := decodeLines(g.text, hasPercent, func(l string) string {
+				d, n := percentLevels(l)
+				levels = max(levels, n)
+				return d
+			})
+			if ok {
+				out = append(out, child(strings.TrimSuffix(strings.Repeat(encPercent+" > ", levels), " > "), d))
+			}
+		}
+		if hasEscapes(g.text) {
+			if d, ok := decodeLines(g.text, hasEscapes, unescape); ok {
+				out = append(out, child(encEscapes, d))
+			}
+		}
+		if hasQP(g.text) {
+			if d, ok := qpLines(g.text); ok {
+				out = append(out, child(encQP, d))
+			}
 		}
 	}
 	return out
@@ -268,4 +312,53 @@ func reencode(enc, orig, text string) string {
 		}
 		return base64.RawStdEncoding.EncodeToString([]byte(text))
 	}
+}
+
+// isBasicValue reports whether run r is the whole credential of a header
+// "Name: Basic <run>".
+func isBasicValue(g *segment, r run) bool {
+	if g.header == "" || g.depth != 0 {
+		return false
+	}
+	i := strings.Index(g.text, ": ")
+	if i < 0 || i+2 > r.start {
+		return false
+	}
+	return strings.EqualFold(strings.TrimSpace(g.text[i+2:r.start]), "Basic") && strings.TrimSpace(g.text[r.end:]) == ""
+}
+
+// decodeLines decodes the lines of s that has reports as encoded and
+// returns them alone, one per line: the layer holds what decoding
+// changed, not another copy of a long text with a few escapes (source
+// code's "\n" and "%02x"), and each line keeps its context (a key before
+// an encoded value).
+func decodeLines(s string, has func(string) bool, dec func(string) string) (string, bool) {
+	var parts []string
+	n := 0
+	for len(s) > 0 {
+		line := s
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if !has(line) {
+			continue
+		}
+		if d := dec(line); d != line {
+			parts = append(parts, d)
+			n += len(d) + 1
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "", false
+	case 1:
+		return parts[0], true
+	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		b = append(append(b, p...), '\n')
+	}
+	return ownString(b), true
 }

@@ -22,12 +22,9 @@ type PhantomSet interface {
 // withPhantoms adds a phantom-misuse finding for every phantom found outside
 // the place req.PhantomAllowed accepts, and drops the secret findings that
 // were phantoms (wherever they were): a phantom is reported once, as a phantom.
-func (s *Scanner) withPhantoms(req *Request, segs []*segment, found []Finding) []Finding {
-	if s.Phantoms == nil {
-		return found
-	}
-	lengths := s.Phantoms.Lengths()
-	if len(lengths) == 0 {
+// lengths are the scan's s.Phantoms.Lengths().
+func (s *Scanner) withPhantoms(req *Request, segs []*segment, found []Finding, lengths map[int]bool) []Finding {
+	if s.Phantoms == nil || len(lengths) == 0 {
 		return found
 	}
 	var out []Finding

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sluice-egress/sluice/rules/match"
+	hostmatch "github.com/sluice-egress/sluice/rules/match"
 )
 
 // Action is what the gateway does with a finding.
@@ -92,7 +92,7 @@ type Binding struct {
 	// Rule is the detection rule id whose secrets are bound ("github-pat").
 	Rule string `yaml:"rule"`
 	// Hosts are exact hosts or "*.suffix" patterns, matched as the policy matches
-	// entry hosts (match.Host); one that does not parse binds nothing.
+	// entry hosts (hostmatch.Host); one that does not parse binds nothing.
 	Hosts []string `yaml:"hosts"`
 	// Headers where the credential may travel; empty: Authorization.
 	Headers []string `yaml:"headers"`
@@ -116,7 +116,7 @@ func (b Binding) matches(rule, header, host string) bool {
 		return false
 	}
 	for _, p := range b.Hosts {
-		if match.Host(p, host) {
+		if hostmatch.Host(p, host) {
 			return true
 		}
 	}
@@ -204,9 +204,12 @@ func (p *Policy) action(tenant string, packs map[string]Action, f *Finding) Acti
 		if a, ok := m[f.Rule]; ok {
 			return a
 		}
-		if a, ok := m[f.Kind]; ok && f.Kind == KindSecret {
+		if a, ok := m[f.Kind]; ok && (f.Kind == KindSecret || f.Kind == KindInjection) {
 			return a
 		}
+	}
+	if a, ok := detectorDefaults[f.Rule]; ok {
+		return a
 	}
 	switch f.Rule {
 	case RuleExfilImage:

@@ -3,13 +3,13 @@ package scanner
 import (
 	"testing"
 
-	"github.com/sluice-egress/sluice/rules/match"
+	hostmatch "github.com/sluice-egress/sluice/rules/match"
 )
 
 func TestDefaultBindingsParse(t *testing.T) {
 	for _, b := range DefaultBindings() {
 		for _, h := range b.Hosts {
-			if _, err := match.ParseHostPattern(h); err != nil {
+			if _, err := hostmatch.ParseHostPattern(h); err != nil {
 				t.Errorf("binding %s: %v", b.Rule, err)
 			}
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/viper"
 	"github.com/zricethezav/gitleaks/v8/config"
-	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
+	"github.com/zricethezav/gitleaks/v8/regexp"
 
 	"github.com/sluice-egress/sluice/rules/packs"
 )
@@ -51,7 +51,8 @@ func ShippedPacks() ([]Pack, error) {
 // Rules is a compiled rule set: gitleaks' defaults plus packs. It is
 // immutable and safe for concurrent use.
 type Rules struct {
-	det     *detect.Detector
+	cfg     config.Config // as gitleaks would run it (the differential test does)
+	eng     *engine
 	actions map[string]Action // default action by rule id, from packs
 	ids     []string
 }
@@ -128,9 +129,13 @@ func loadRules(list []Pack) (*Rules, error) {
 		base.OrderedRules = append(base.OrderedRules, id)
 	}
 	sort.Strings(base.OrderedRules)
-	det := detect.NewDetector(base)
-	det.MaxDecodeDepth = 0 // layers are decoded by us, so that each finding knows its chain
-	return &Rules{det: det, actions: actions, ids: slices.Clone(base.OrderedRules)}, nil
+	run := base
+	run.Rules = findExamples(base.Rules)
+	eng, err := newEngine(run)
+	if err != nil {
+		return nil, err
+	}
+	return &Rules{cfg: base, eng: eng, actions: actions, ids: slices.Clone(base.OrderedRules)}, nil
 }
 
 // packExtras is what a pack carries besides gitleaks' own config.
@@ -199,4 +204,46 @@ var (
 func DefaultRules() (*Rules, error) {
 	defaultRulesOnce.Do(func() { defaultRules, defaultRulesErr = LoadRules() })
 	return defaultRules, defaultRulesErr
+}
+
+// findExamples returns rules without the allowlist entries that let
+// documentation example values pass (AWS's "AKIA…EXAMPLE"): a gateway
+// cannot tell a pasted example from a real key named like one, and
+// operators who want examples through allow the rule per host. It is one of
+// the documented differences from gitleaks (see engine_diff_test.go).
+func findExamples(rules map[string]config.Rule) map[string]config.Rule {
+	out := make(map[string]config.Rule, len(rules))
+	for id, r := range rules {
+		var als []*config.Allowlist
+		changed := false
+		for _, a := range r.Allowlists {
+			var keep []*regexp.Regexp
+			for _, re := range a.Regexes {
+				if strings.Contains(re.String(), "EXAMPLE") {
+					changed = true
+					continue
+				}
+				keep = append(keep, re)
+			}
+			if len(keep) == len(a.Regexes) {
+				als = append(als, a)
+				continue
+			}
+			if len(keep) == 0 && len(a.StopWords) == 0 && len(a.Commits) == 0 && len(a.Paths) == 0 {
+				continue
+			}
+			c := &config.Allowlist{Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
+				Paths: a.Paths, RegexTarget: a.RegexTarget, Regexes: keep, StopWords: a.StopWords}
+			if err := c.Validate(); err != nil {
+				als = append(als, a)
+				continue
+			}
+			als = append(als, c)
+		}
+		if changed {
+			r.Allowlists = als
+		}
+		out[id] = r
+	}
+	return out
 }

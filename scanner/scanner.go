@@ -10,13 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/zricethezav/gitleaks/v8/detect"
-	"github.com/zricethezav/gitleaks/v8/report"
 )
 
 // Defaults for a zero Scanner.
@@ -148,6 +145,7 @@ type Finding struct {
 
 	secret secretText
 	header string // canonical header name when Where is a header
+	basic  bool   // the secret is the password of Basic credentials in header
 }
 
 // String describes the finding without its secret.
@@ -196,6 +194,8 @@ const (
 	ReasonSecret    = "secret-detected"
 	ReasonExfilLink = "exfil-link"
 	ReasonOversize  = "body-too-large"
+	ReasonExfilHost = "exfil-hostname"
+	ReasonInjection = "prompt-injection"
 )
 
 // reasons is the one table of the reasons findings give, by kind, strongest
@@ -204,7 +204,9 @@ var reasons = []struct{ kind, reason string }{
 	{KindCanary, ReasonCanary},
 	{KindPhantom, ReasonPhantom},
 	{KindSecret, ReasonSecret},
+	{KindExfilHost, ReasonExfilHost},
 	{KindExfilLink, ReasonExfilLink},
+	{KindInjection, ReasonInjection},
 	{KindOversize, ReasonOversize},
 }
 
@@ -273,15 +275,9 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 			}
 		}
 	}
-	segs = s.peel(segs)
-	found, err := s.match(ctx, segs)
+	found, err := s.inspect(ctx, req, segs)
 	if err != nil {
 		return nil, err
-	}
-	found = s.withCanaries(segs, found)
-	found = s.withPhantoms(req, segs, found)
-	if req.Allowed != nil {
-		found = append(found, s.exfil(segs, found, req.Allowed)...)
 	}
 	found = append(found, extra...)
 	found = dropCovered(found)
@@ -302,6 +298,41 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 		}
 	}
 	return res, nil
+}
+
+// inspect peels each segment's layers and runs every detector over the
+// segment and its layers together, one segment at a time: the decoded
+// layers of one segment are garbage before the next is decoded, so that
+// memory stays near the body's size however many layers it has. req may
+// be nil (ScanText): links and phantom places are not checked then.
+//
+// A detector of its own kind plugs in here: it gets one segment with its
+// layers (segs) and what the rules found in them (found).
+func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]Finding, error) {
+	var canaryLens, phantomLens map[int]bool // asked once per scan
+	if s.Canaries != nil {
+		canaryLens = s.Canaries.Lengths()
+	}
+	if s.Phantoms != nil {
+		phantomLens = s.Phantoms.Lengths()
+	}
+	var out []Finding
+	for i, seg := range top {
+		top[i] = nil // the segment's text goes with its group
+		segs := s.peel([]*segment{seg})
+		found, err := s.match(ctx, segs)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, s.detect(segs, found)...)
+		found = s.withCanaries(segs, found, canaryLens)
+		found = s.withPhantoms(req, segs, found, phantomLens)
+		if req != nil && req.Allowed != nil {
+			found = append(found, s.exfil(segs, found, req.Allowed)...)
+		}
+		out = append(out, found...)
+	}
+	return out, nil
 }
 
 // dropCovered drops high-entropy URL findings whose value holds a secret
@@ -346,8 +377,8 @@ func safePath(p string, fs []Finding) string {
 
 // withCanaries adds canary findings and drops the secret findings that
 // were canaries: a canary is reported once, as a canary.
-func (s *Scanner) withCanaries(segs []*segment, found []Finding) []Finding {
-	cs := s.canaries(segs, found)
+func (s *Scanner) withCanaries(segs []*segment, found []Finding, lengths map[int]bool) []Finding {
+	cs := s.canaries(segs, found, lengths)
 	if len(cs) == 0 {
 		return found
 	}
@@ -368,7 +399,7 @@ func (s *Scanner) withCanaries(segs []*segment, found []Finding) []Finding {
 func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 	for i := range found {
 		f := &found[i]
-		if s.Policy.bound(tenant, host, f) {
+		if s.Policy.bound(tenant, host, f) || f.basic && s.Policy.bound(tenant, host, plainCopy(f)) {
 			continue
 		}
 		f.Action = s.Policy.action(tenant, s.Rules.actions, f)
@@ -399,6 +430,15 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 	// A flood of findings is reported in part: the verdict counts them all.
 	if len(res.Findings) > MaxFindings {
 		res.Findings = res.Findings[:MaxFindings]
+	}
+	// Nor may a location show one (see safeWhere).
+	secrets := make([]string, 0, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		secrets = append(secrets, strings.ToLower(pairs[i]))
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(a) - len(b) })
+	for i := range res.Findings {
+		res.Findings[i].Where = safeWhere(res.Findings[i].Where, secrets)
 	}
 	// An oversize body cannot be redacted: redactions become blocks.
 	if res.Verdict == Redact && res.BodyLen < 0 && hasBodyRedaction(res.Findings) {
@@ -441,13 +481,10 @@ func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Fin
 	if strings.HasSuffix(name, ".json") || json1(data) {
 		ct = "application/json"
 	}
-	segs := s.peel(bodySegments(data, ct, nil))
-	found, err := s.match(ctx, segs)
+	found, err := s.inspect(ctx, nil, bodySegments(data, ct, nil))
 	if err != nil {
 		return nil, err
 	}
-	found = s.withCanaries(segs, found)
-	found = s.withPhantoms(nil, segs, found)
 	res := &Result{}
 	s.decide("", "", found, res)
 	return res.Findings, nil
@@ -462,148 +499,7 @@ type segment struct {
 	body   bool   // from the body (exfil links are looked for there)
 	depth  int    // layers peeled to get here
 	line   int    // 1-based line of text's start in the original, 0 unknown
+	basic  bool   // the decoded credential of a header's "Basic <base64>"
 }
 
 func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }
-
-// Batches of text handed to gitleaks at once; larger segments are cut into
-// overlapping windows so that a secret across a cut is still whole in one.
-const (
-	batchBytes    = 64 << 10 // gitleaks locates each match by a walk over all lines of its fragment: keep fragments small
-	windowOverlap = 8 << 10
-	// separator ends every segment: a newline first, which rules accept as
-	// the end of a token, then a NUL that no rule's character class spans.
-	separator = "\n\x00\n"
-)
-
-// match runs the rules over the segments.
-func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error) {
-	type piece struct {
-		seg       *segment
-		text      string
-		firstLine int // line of the piece within the batch
-		lineBase  int // line of the piece's start in the original (0 unknown)
-	}
-	var out []Finding
-	seen := map[string]bool{}
-	var batch []piece
-	var size, lines int
-	var sb strings.Builder
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		sb.Reset()
-		sb.Grow(size)
-		for _, p := range batch {
-			sb.WriteString(p.text)
-			sb.WriteString(separator)
-		}
-		//lint:ignore SA1019 DetectContext in v8 takes detect.Fragment; sources.Fragment is v9's
-		fs := s.Rules.det.DetectContext(ctx, detect.Fragment{Raw: sb.String()})
-		if ctx.Err() != nil {
-			return ErrTimeout
-		}
-		for _, gf := range fs {
-			i := sort.Search(len(batch), func(i int) bool { return batch[i].firstLine > gf.StartLine }) - 1
-			if i < 0 {
-				continue
-			}
-			p := batch[i]
-			f := s.finding(p.seg, gf)
-			if p.lineBase > 0 && p.seg.depth == 0 {
-				f.Line = p.lineBase + gf.StartLine - p.firstLine
-			}
-			key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			out = append(out, f)
-		}
-		batch, size, lines = batch[:0], 0, 0
-		return nil
-	}
-	add := func(seg *segment, text string, lineBase int) error {
-		if size+len(text) > batchBytes {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		batch = append(batch, piece{seg: seg, text: text, firstLine: lines, lineBase: lineBase})
-		size += len(text) + len(separator)
-		lines += strings.Count(text, "\n") + strings.Count(separator, "\n")
-		return nil
-	}
-	for _, seg := range segs {
-		t := seg.text
-		if len(t) <= batchBytes {
-			if err := add(seg, t, seg.line); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		line, counted := seg.line, 0
-		for start := 0; start < len(t); start += batchBytes - windowOverlap {
-			end := min(start+batchBytes, len(t))
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			if seg.line > 0 {
-				line += strings.Count(t[counted:start], "\n")
-				counted = start
-			}
-			if err := add(seg, t[start:end], line); err != nil {
-				return nil, err
-			}
-			if end == len(t) {
-				break
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// finding turns a gitleaks finding into ours, without keeping its line.
-func (s *Scanner) finding(seg *segment, gf report.Finding) Finding {
-	return Finding{Kind: KindSecret, Rule: gf.RuleID, Where: seg.where, Decoding: seg.decoding(),
-		secret: secretText(gf.Secret), header: seg.header,
-		Snippet: strings.TrimSpace(snippet(gf.Line, gf.Secret))}
-}
-
-// snippet shows a little context around the secret with the secret masked.
-func snippet(text, secret string) string {
-	i := strings.Index(text, secret)
-	if i < 0 || secret == "" {
-		return mask(secret)
-	}
-	const ctxLen = 24
-	a := max(0, i-ctxLen)
-	b := min(len(text), i+len(secret)+ctxLen)
-	before, after := clean(text[a:i]), clean(text[i+len(secret):b])
-	return before + mask(secret) + after
-}
-
-// mask shows at most a 4-character prefix of a long secret (a format's
-// marker such as "ghp_" or "AKIA"), never enough to use or guess it.
-func mask(secret string) string {
-	p := ""
-	if len(secret) >= 20 {
-		p = secret[:4]
-	}
-	return fmt.Sprintf("%s[REDACTED %d]", p, len(secret))
-}
-
-// clean keeps printable ASCII of context text (no newlines, no control bytes).
-func clean(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c < 0x20 || c >= 0x7f {
-			b[i] = ' '
-		}
-	}
-	return string(b)
-}

@@ -179,7 +179,7 @@ func TestScanWhere(t *testing.T) {
 func TestSplitAcrossWindows(t *testing.T) {
 	s := testScanner(t)
 	tok := MustFake(t, "github-pat")
-	for _, at := range []int{batchBytes - 20, 2*(batchBytes-windowOverlap) - 10, 3 << 20} {
+	for _, at := range []int{64<<10 - 20, 2*(56<<10) - 10, windowSide - 3, 3 << 20} {
 		body := bytes.Repeat([]byte("lorem ipsum dolor sit amet\n"), (4<<20)/27)
 		copy(body[at:], " "+tok+" ")
 		res, err := s.Scan(context.Background(), &Request{Header: http.Header{}, Body: bytes.NewReader(body)})
@@ -403,8 +403,13 @@ func TestCanaries(t *testing.T) {
 	}
 	// A stranger's value of the same shape is no canary.
 	res, err := s.Scan(context.Background(), &Request{Header: http.Header{}, Body: strings.NewReader("v=sk-" + randomString(base62, 48))})
-	if err != nil || len(res.Findings) != 0 {
-		t.Fatalf("non-canary reported: %v%s", err, dump(res.Findings))
+	if err != nil || res.Reason == "canary-detected" {
+		t.Fatalf("non-canary reported as one: %v%s", err, dump(res.Findings))
+	}
+	for _, f := range res.Findings {
+		if f.Kind == KindCanary {
+			t.Fatalf("non-canary reported as one:%s", dump(res.Findings))
+		}
 	}
 }
 

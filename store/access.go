@@ -107,15 +107,16 @@ func (s *Store) CreateAccessRequest(ctx context.Context, a AccessRequest) (Acces
 
 // GetAccessRequest returns one request, or ErrNotFound.
 func (s *Store) GetAccessRequest(ctx context.Context, id string) (AccessRequest, error) {
-	return getAccess(ctx, s.db, id)
+	return getAccess(ctx, s.db, id, "")
 }
 
 type queryRower interface {
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 }
 
-func getAccess(ctx context.Context, db queryRower, id string) (AccessRequest, error) {
-	a, err := scanAccess(db.QueryRowContext(ctx, "SELECT "+accessColumns+" FROM access_requests WHERE id = ?", id))
+// getAccess reads a request; lock is "" or forUpdate's suffix.
+func getAccess(ctx context.Context, db queryRower, id, lock string) (AccessRequest, error) {
+	a, err := scanAccess(db.QueryRowContext(ctx, "SELECT "+accessColumns+" FROM access_requests WHERE id = ?"+lock, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return AccessRequest{}, fmt.Errorf("%w: access request %s", ErrNotFound, id)
 	}
@@ -159,7 +160,7 @@ func (s *Store) DecideAccessRequest(ctx context.Context, id string, d AccessDeci
 		return AccessRequest{}, fmt.Errorf("store: decide access request: %w", err)
 	}
 	defer tx.Rollback()
-	a, err := getAccess(ctx, tx, id)
+	a, err := getAccess(ctx, tx, id, s.forUpdate())
 	if err != nil {
 		return AccessRequest{}, err
 	}
@@ -173,6 +174,7 @@ func (s *Store) DecideAccessRequest(ctx context.Context, id string, d AccessDeci
 		if err := tx.Commit(); err != nil {
 			return AccessRequest{}, fmt.Errorf("store: decide access request: %w", err)
 		}
+		s.published(ctx, ChangeGrants, id)
 		a.State = AccessExpired
 		return a, fmt.Errorf("%w: access request %s expired before it was decided", ErrConflict, id)
 	}
@@ -192,6 +194,7 @@ func (s *Store) DecideAccessRequest(ctx context.Context, id string, d AccessDeci
 	if err := tx.Commit(); err != nil {
 		return AccessRequest{}, fmt.Errorf("store: decide access request: %w", err)
 	}
+	s.published(ctx, ChangeGrants, id)
 	return a, nil
 }
 
@@ -211,5 +214,8 @@ func (s *Store) ExpireAccessRequests(ctx context.Context, now time.Time) (int64,
 		return 0, fmt.Errorf("store: expire access requests: %w", err)
 	}
 	n, _ := res.RowsAffected()
+	if n > 0 {
+		s.published(ctx, ChangeGrants, "")
+	}
 	return n, nil
 }

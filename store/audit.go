@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -37,20 +36,19 @@ func (s *Store) AppendAudit(ctx context.Context, e AuditEntry) (int64, error) {
 	return appendAudit(ctx, s.db, e)
 }
 
-type execer interface {
-	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
-}
-
-func appendAudit(ctx context.Context, db execer, e AuditEntry) (int64, error) {
+// appendAudit inserts e with db, a *sql.DB or the *sql.Tx of the change it
+// records. RETURNING, not LastInsertId: PostgreSQL has no such thing.
+func appendAudit(ctx context.Context, db queryRower, e AuditEntry) (int64, error) {
 	if e.Actor == "" || e.Action == "" {
 		return 0, fmt.Errorf("%w: an audit entry needs an actor and an action", ErrInvalid)
 	}
-	res, err := db.ExecContext(ctx, `INSERT INTO audit_log (at, actor, action, tenant, target, detail)
-		VALUES (?, ?, ?, ?, ?, ?)`, nanos(e.Time), e.Actor, e.Action, e.Tenant, e.Target, e.Detail)
+	var id int64
+	err := db.QueryRowContext(ctx, `INSERT INTO audit_log (at, actor, action, tenant, target, detail)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, nanos(e.Time), e.Actor, e.Action, e.Tenant, e.Target, e.Detail).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: append audit: %w", err)
 	}
-	return res.LastInsertId()
+	return id, nil
 }
 
 // ListAudit returns audit entries matching f, newest first.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluice-egress/sluice/incident"
 )
@@ -42,33 +43,68 @@ func (s *Store) InsertIncidents(ctx context.Context, ins []incident.Incident) er
 	return nil
 }
 
+// incidentFields is the number of columns in incidentColumns.
+const incidentFields = 22
+
+// rowsPerInsert bounds the rows of one multi-row INSERT: one statement
+// instead of one round trip per row (it matters for PostgreSQL across a
+// network), far below either engine's limit on parameters.
+const rowsPerInsert = 128
+
 func insertIncidents(ctx context.Context, tx *sql.Tx, ins []incident.Incident, now time.Time) error {
-	st, err := tx.PrepareContext(ctx, `INSERT INTO incidents (`+incidentColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("store: insert incidents: %w", err)
-	}
-	defer st.Close()
-	for _, in := range ins {
-		if in.ID == "" {
-			return fmt.Errorf("%w: incident without id", ErrInvalid)
+	row := "(?" + strings.Repeat(", ?", incidentFields-1) + ")"
+	args := make([]any, 0, incidentFields*min(len(ins), rowsPerInsert))
+	for start := 0; start < len(ins); start += rowsPerInsert {
+		chunk := ins[start:min(start+rowsPerInsert, len(ins))]
+		args = args[:0]
+		for _, in := range chunk {
+			if in.ID == "" {
+				return fmt.Errorf("%w: incident without id", ErrInvalid)
+			}
+			if in.Time.IsZero() {
+				in.Time = now
+			}
+			if in.Triage.State == "" {
+				in.Triage.State = incident.TriageNew
+			}
+			if !incident.ValidTriage(in.Triage.State) {
+				return fmt.Errorf("%w: triage state %q", ErrInvalid, in.Triage.State)
+			}
+			in = storable(in)
+			args = append(args, in.ID, nanos(in.Time), in.Tenant, in.Class, in.Run, in.Kind, in.Reason,
+				in.Action, in.Host, in.Port, in.Method, in.Path, in.Client, in.Rule, in.Where, in.Decoding,
+				in.Snippet, in.Fingerprint, in.Triage.State, in.Triage.Note, in.Triage.Actor, nanos(in.Triage.Time))
 		}
-		if in.Time.IsZero() {
-			in.Time = now
-		}
-		if in.Triage.State == "" {
-			in.Triage.State = incident.TriageNew
-		}
-		if !incident.ValidTriage(in.Triage.State) {
-			return fmt.Errorf("%w: triage state %q", ErrInvalid, in.Triage.State)
-		}
-		if _, err := st.ExecContext(ctx, in.ID, nanos(in.Time), in.Tenant, in.Class, in.Run, in.Kind, in.Reason,
-			in.Action, in.Host, in.Port, in.Method, in.Path, in.Client, in.Rule, in.Where, in.Decoding,
-			in.Snippet, in.Fingerprint, in.Triage.State, in.Triage.Note, in.Triage.Actor, nanos(in.Triage.Time)); err != nil {
-			return fmt.Errorf("store: insert incident %s: %w", in.ID, err)
+		q := "INSERT INTO incidents (" + incidentColumns + ") VALUES " + row + strings.Repeat(", "+row, len(chunk)-1)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			if len(chunk) == 1 {
+				return fmt.Errorf("store: insert incident %s: %w", chunk[0].ID, err)
+			}
+			return fmt.Errorf("store: insert %d incidents: %w", len(chunk), err)
 		}
 	}
 	return nil
+}
+
+// storable makes an incident's text valid UTF-8 without NUL bytes: the
+// text is attacker-controlled, and PostgreSQL refuses a row with either,
+// which would lose the incident (and its batch-mates). Both engines store
+// the same, so that a listing does not depend on the engine.
+func storable(in incident.Incident) incident.Incident {
+	for _, f := range []*string{&in.ID, &in.Tenant, &in.Class, &in.Run, &in.Kind, &in.Reason, &in.Action,
+		&in.Host, &in.Method, &in.Path, &in.Client, &in.Rule, &in.Where, &in.Decoding, &in.Snippet,
+		&in.Fingerprint, &in.Triage.Note, &in.Triage.Actor} {
+		*f = cleanText(*f)
+	}
+	return in
+}
+
+// cleanText replaces invalid UTF-8 and NUL bytes with U+FFFD.
+func cleanText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // GetIncident returns one incident, or ErrNotFound.
@@ -211,13 +247,20 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) (IncidentPa
 	return p, nil
 }
 
-// ExplainList returns SQLite's query plan for ListIncidents(f), one line per
-// step ("SEARCH incidents USING INDEX incidents_tenant (tenant=?)"): for
-// tests and for diagnosing a slow dashboard.
+// ExplainList returns the engine's query plan for ListIncidents(f), one line
+// per step (SQLite: "SEARCH incidents USING INDEX incidents_tenant
+// (tenant=?)"; PostgreSQL: EXPLAIN's lines): for tests and for diagnosing a
+// slow dashboard.
 func (s *Store) ExplainList(ctx context.Context, f IncidentFilter) ([]string, error) {
 	q, args, err := f.listQuery()
 	if err != nil {
 		return nil, err
+	}
+	if s.driver == Postgres {
+		return queryAll(ctx, s.db, "explain", func(sc rowScanner) (string, error) {
+			var line string
+			return line, sc.Scan(&line)
+		}, "EXPLAIN "+q, args...)
 	}
 	rows, err := s.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
 	if err != nil {
@@ -270,7 +313,7 @@ func (s *Store) TriageIncident(ctx context.Context, id string, u TriageUpdate) (
 	}
 	defer tx.Rollback()
 	var from, tenant string
-	err = tx.QueryRowContext(ctx, "SELECT triage, tenant FROM incidents WHERE id = ?", id).Scan(&from, &tenant)
+	err = tx.QueryRowContext(ctx, "SELECT triage, tenant FROM incidents WHERE id = ?"+s.forUpdate(), id).Scan(&from, &tenant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return incident.Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
 	}
@@ -320,8 +363,8 @@ var pruneChunk int64 = 5000
 func (s *Store) PruneIncidents(ctx context.Context, before time.Time) (int64, error) {
 	var total int64
 	for {
-		res, err := s.db.ExecContext(ctx, `DELETE FROM incidents WHERE rowid IN
-			(SELECT rowid FROM incidents WHERE at < ? ORDER BY at LIMIT ?)`, before.UnixNano(), pruneChunk)
+		res, err := s.db.ExecContext(ctx, `DELETE FROM incidents WHERE id IN
+			(SELECT id FROM incidents WHERE at < ? ORDER BY at LIMIT ?)`, before.UnixNano(), pruneChunk)
 		if err != nil {
 			return total, fmt.Errorf("store: prune incidents: %w", err)
 		}

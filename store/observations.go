@@ -69,10 +69,13 @@ func (s *Store) RecordObservations(ctx context.Context, batch []Observation, max
 		}
 		tenants[o.Tenant] = true
 		first, last := nanos(o.FirstSeen), nanos(o.LastSeen)
+		// CASE, not the scalar MIN/MAX (SQLite) or LEAST/GREATEST
+		// (PostgreSQL): the one spelling both engines take.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO observations (`+observationColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (tenant, class, run, host, port, method, path, verdict) DO UPDATE SET
-			count = count + excluded.count, first_seen = MIN(first_seen, excluded.first_seen),
-			last_seen = MAX(last_seen, excluded.last_seen)`,
+			count = observations.count + excluded.count,
+			first_seen = CASE WHEN excluded.first_seen < observations.first_seen THEN excluded.first_seen ELSE observations.first_seen END,
+			last_seen = CASE WHEN excluded.last_seen > observations.last_seen THEN excluded.last_seen ELSE observations.last_seen END`,
 			o.Tenant, o.Class, o.Run, o.Host, o.Port, o.Method, o.Path, o.Verdict, max1(o.Count), first, last); err != nil {
 			return fmt.Errorf("store: record observations: %w", err)
 		}

@@ -135,7 +135,7 @@ func (s *Store) CloseProposal(ctx context.Context, id, actor, note string) (Prop
 		return Proposal{}, fmt.Errorf("store: close proposal: %w", err)
 	}
 	defer tx.Rollback()
-	p, err := scanProposal(tx.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE id = ?", id))
+	p, err := scanProposal(tx.QueryRowContext(ctx, "SELECT "+proposalColumns+" FROM proposals WHERE id = ?"+s.forUpdate(), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Proposal{}, fmt.Errorf("%w: proposal %s", ErrNotFound, id)
 	}

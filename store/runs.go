@@ -85,6 +85,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (Run, error) {
 		r.ID, r.Tenant, r.Class, r.TokenHash, nanos(r.Created), nanos(r.Expires), nanos(r.Ended), r.RepoRemote, m, x); err != nil {
 		return Run{}, fmt.Errorf("store: create run: %w", err)
 	}
+	s.published(ctx, ChangeRunCreated, r.ID)
 	return r, nil
 }
 
@@ -115,8 +116,12 @@ func (s *Store) EndRun(ctx context.Context, id string, at time.Time) (Run, error
 	if at.IsZero() {
 		at = s.now()
 	}
-	if _, err := s.db.ExecContext(ctx, "UPDATE runs SET ended_at = ? WHERE id = ? AND ended_at = 0", at.UnixNano(), id); err != nil {
+	res, err := s.db.ExecContext(ctx, "UPDATE runs SET ended_at = ? WHERE id = ? AND ended_at = 0", at.UnixNano(), id)
+	if err != nil {
 		return Run{}, fmt.Errorf("store: end run: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		s.published(ctx, ChangeRunEnded, id)
 	}
 	return s.GetRun(ctx, id)
 }

@@ -105,7 +105,8 @@ func (s *Store) top(ctx context.Context, col string, f IncidentFilter, n int) ([
 // among the incidents matching f, most hits first.
 func (s *Store) RuleStats(ctx context.Context, f IncidentFilter) ([]RuleStat, error) {
 	where, args := f.where()
-	q := `SELECT rule, COUNT(*) AS hits, SUM(action = 'block'), SUM(triage = ?) FROM incidents` +
+	q := `SELECT rule, COUNT(*) AS hits, SUM(CASE WHEN action = 'block' THEN 1 ELSE 0 END),
+		SUM(CASE WHEN triage = ? THEN 1 ELSE 0 END) FROM incidents` +
 		and(where, "rule != ''") + ` GROUP BY rule ORDER BY hits DESC, rule`
 	rows, err := s.db.QueryContext(ctx, q, append([]any{incident.TriageFalsePositive}, args...)...)
 	if err != nil {

@@ -1,4 +1,5 @@
-// Package store keeps Sluice's incidents, runs, access requests and audit log in one SQLite database.
+// Package store keeps Sluice's incidents, runs, access requests and audit log
+// in one database: SQLite embedded, or PostgreSQL shared by replicas.
 package store
 
 import (
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
@@ -43,9 +45,17 @@ var migrationFS embed.FS
 // Store is an open database. Its methods are safe for concurrent use.
 type Store struct {
 	db   *sql.DB
-	path string
+	path string // the SQLite file, or "postgres host/dbname"
+	// driver is the engine; pgConfig its connection settings (PostgreSQL
+	// only), for the notification listener's own connection.
+	driver   Driver
+	pgConfig *pgx.ConnConfig
 	// Now is the clock for timestamps the store fills in. Nil: time.Now.
 	Now func() time.Time
+	// Replica names this process in the changes it publishes, so that it
+	// can tell its own from its peers' (cmd uses host name and pid). Empty:
+	// its changes carry no origin.
+	Replica string
 }
 
 // dsn builds the connection string. The pragmas go in the DSN because a
@@ -80,7 +90,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, driver: SQLite}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -91,8 +101,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Path is the database file.
+// Path is the database file, or "postgres host/dbname" (never a password).
 func (s *Store) Path() string { return s.path }
+
+// Driver is the engine behind the store.
+func (s *Store) Driver() Driver { return s.driver }
 
 // DB is the underlying handle, for tests and maintenance; use the methods.
 func (s *Store) DB() *sql.DB { return s.db }
@@ -120,9 +133,9 @@ type migration struct {
 	sql     string
 }
 
-// migrations returns the embedded migrations in order. Their names start
-// with the version, from 1 without gaps: "0001_init.sql".
-func migrations() ([]migration, error) {
+// migrations returns the embedded migrations in order, rendered for d.
+// Their names start with the version, from 1 without gaps: "0001_init.sql".
+func migrations(d Driver) ([]migration, error) {
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
 		return nil, err
@@ -139,7 +152,11 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+		text, err := translate(string(b), d)
+		if err != nil {
+			return nil, fmt.Errorf("store: migration %s: %w", base, err)
+		}
+		ms = append(ms, migration{version: v, name: base, sql: text})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i, m := range ms {
@@ -152,20 +169,16 @@ func migrations() ([]migration, error) {
 
 // SchemaVersion is the newest migration this binary knows.
 func SchemaVersion() int {
-	ms, _ := migrations()
+	ms, _ := migrations(SQLite)
 	return len(ms)
 }
 
 // migrate applies the migrations the database lacks, each in its own
 // transaction together with its row in schema_migrations.
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := migrations(s.driver)
 	if err != nil {
 		return err
-	}
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
 	for {
 		done, err := s.migrateOne(ctx, ms)
@@ -176,14 +189,24 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // migrateOne applies the next missing migration; done reports none was left.
-// The version is read inside the (immediate) transaction, so two processes
-// opening the same file cannot both apply it.
+// The version is read inside the transaction, after taking SQLite's write
+// lock (immediate) or PostgreSQL's advisory lock, so two processes opening
+// the same database cannot both apply it.
 func (s *Store) migrateOne(ctx context.Context, ms []migration) (done bool, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("store: migrate: %w", err)
+		return false, fmt.Errorf("store: migrate %s: %w", s.path, err)
 	}
 	defer tx.Rollback()
+	if s.driver == Postgres {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(migrationLock)); err != nil {
+			return false, fmt.Errorf("store: migrate %s: lock: %w", s.path, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return false, fmt.Errorf("store: open %s: %w", s.path, err)
+	}
 	var cur int
 	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&cur); err != nil {
 		return false, fmt.Errorf("store: migrate: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -44,95 +43,94 @@ func TestOpenAppliesPragmasOnEveryConnection(t *testing.T) {
 }
 
 func TestMigrations(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), FileName)
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v int
-	s.DB().QueryRow("SELECT MAX(version) FROM schema_migrations").Scan(&v)
-	if v != SchemaVersion() || v < 1 {
-		t.Fatalf("schema version %d, binary knows %d", v, SchemaVersion())
-	}
-	MustInsert(t, s, synth(3)...)
-	s.Close()
-
-	t.Run("reopening keeps the data and applies nothing twice", func(t *testing.T) {
-		s, err := Open(ctx, path)
+	eachDriver(t, func(t *testing.T, db testDB) {
+		ctx := context.Background()
+		s, err := db.OpenErr(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
-		var n, rows int
-		s.DB().QueryRow("SELECT COUNT(*) FROM incidents").Scan(&n)
-		s.DB().QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows)
-		if n != 3 || rows != SchemaVersion() {
-			t.Fatalf("%d incidents, %d migration rows", n, rows)
+		var v int
+		s.DB().QueryRow("SELECT MAX(version) FROM schema_migrations").Scan(&v)
+		if v != SchemaVersion() || v < 1 {
+			t.Fatalf("schema version %d, binary knows %d", v, SchemaVersion())
 		}
-	})
-
-	t.Run("a newer schema is refused", func(t *testing.T) {
-		s, err := Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.DB().Exec("INSERT INTO schema_migrations VALUES (?, 'future.sql', 0)", SchemaVersion()+1); err != nil {
-			t.Fatal(err)
-		}
+		MustInsert(t, s, synth(3)...)
 		s.Close()
-		_, err = Open(ctx, path)
-		if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "newer sluice") {
-			t.Fatalf("open: %v, want ErrSchemaTooNew with advice", err)
-		}
-	})
 
-	t.Run("concurrent opens of a new file migrate once", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), FileName)
-		var wg sync.WaitGroup
-		errs := make(chan error, 4)
-		for range 4 {
-			wg.Go(func() {
-				s, err := Open(ctx, path)
-				if err == nil {
-					s.Close()
+		t.Run("reopening keeps the data and applies nothing twice", func(t *testing.T) {
+			s := db.Open(t)
+			var n, rows int
+			s.DB().QueryRow("SELECT COUNT(*) FROM incidents").Scan(&n)
+			s.DB().QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&rows)
+			if n != 3 || rows != SchemaVersion() {
+				t.Fatalf("%d incidents, %d migration rows", n, rows)
+			}
+		})
+
+		t.Run("a newer schema is refused", func(t *testing.T) {
+			s, err := db.OpenErr(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.DB().Exec("INSERT INTO schema_migrations VALUES (?, 'future.sql', 0)", SchemaVersion()+1); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			_, err = db.OpenErr(ctx)
+			if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "newer sluice") {
+				t.Fatalf("open: %v, want ErrSchemaTooNew with advice", err)
+			}
+		})
+
+		t.Run("concurrent opens of a new database migrate once", func(t *testing.T) {
+			fresh := newTestDB(t, db.Driver)
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			for range 4 {
+				wg.Go(func() {
+					s, err := fresh.OpenErr(ctx)
+					if err == nil {
+						s.Close()
+					}
+					errs <- err
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
 				}
-				errs <- err
+			}
+		})
+	})
+}
+
+func TestConcurrentReadThenWriteTransactions(t *testing.T) {
+	eachDriver(t, func(t *testing.T, db testDB) {
+		// Without _txlock=immediate two transactions that read and then write
+		// deadlock on the upgrade and one fails with "database is locked"
+		// (busy_timeout does not help there). TriageIncident reads, then writes.
+		s := db.Open(t)
+		ins := synth(20)
+		MustInsert(t, s, ins...)
+		var wg sync.WaitGroup
+		errs := make(chan error, 200)
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 20 {
+					_, err := s.TriageIncident(context.Background(), ins[(g+i)%len(ins)].ID,
+						TriageUpdate{State: incident.TriageAcknowledged, Actor: "alice"})
+					if err != nil {
+						errs <- err
+					}
+				}
 			})
 		}
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
+			t.Fatal(err)
 		}
 	})
-}
-
-func TestConcurrentReadThenWriteTransactions(t *testing.T) {
-	// Without _txlock=immediate two transactions that read and then write
-	// deadlock on the upgrade and one fails with "database is locked"
-	// (busy_timeout does not help there). TriageIncident reads, then writes.
-	s := MustOpen(t)
-	ins := synth(20)
-	MustInsert(t, s, ins...)
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 20 {
-				_, err := s.TriageIncident(context.Background(), ins[(g+i)%len(ins)].ID,
-					TriageUpdate{State: incident.TriageAcknowledged, Actor: "alice"})
-				if err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
 }

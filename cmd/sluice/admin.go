@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,11 +35,11 @@ type ops struct {
 	closeOnce sync.Once
 }
 
-// openStore opens the incident store (DataDir/sluice.db), the batching
+// openStore opens the incident store (DataDir/sluice.db, or PostgreSQL), the batching
 // writer behind the gateway's EventSink and the metrics. A store that cannot
 // be opened is a start-up error: nothing is served unrecorded.
 func (s *Server) openStore() error {
-	st, err := store.Open(context.Background(), filepath.Join(s.Config.DataDir, store.FileName))
+	st, err := openDatabase(context.Background(), s.Config)
 	if err != nil {
 		return fmt.Errorf("incident store: %w", err)
 	}
@@ -78,8 +77,12 @@ func (s *Server) countBytes(d gateway.Dialer) gateway.Dialer {
 // metrics.
 func (s *Server) openAdmin() error {
 	o := &s.ops
-	if s.policy != nil {
-		s.policy.OnReload = o.metrics.PolicyReload
+	if s.watch != nil {
+		if prev := s.watch.OnResult; prev != nil {
+			s.watch.OnResult = func(ok bool) { o.metrics.PolicyReload(ok); prev(ok) }
+		} else {
+			s.watch.OnResult = o.metrics.PolicyReload
+		}
 	}
 	ln, err := net.Listen("tcp", s.Config.Listen.Admin)
 	if err != nil {
@@ -102,24 +105,13 @@ func (s *Server) openAdmin() error {
 // dashboardOptions wires the dashboard and API to the store, the policy in
 // force and the users.
 func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
-	engine := func() *rules.Engine {
-		if s.policy == nil {
-			return nil
-		}
-		return s.policy.Engine()
-	}
+	engine := func() *rules.Engine { return s.policy.Engine() }
 	return dashboard.Options{
 		Metrics: s.ops.metrics, Ready: s.ready, Logger: s.Logger,
-		Store:  s.ops.store,
-		Engine: engine,
-		Users:  users,
-		Identify: func(user, token string) (rules.Identity, error) {
-			e := engine()
-			if e == nil {
-				return rules.Identity{}, rules.ErrUnauthenticated
-			}
-			return e.Identify(user, token)
-		},
+		Store:      s.ops.store,
+		Engine:     engine,
+		Users:      users,
+		Identify:   func(user, token string) (rules.Identity, error) { return s.policy.Identify(user, token) },
 		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
 		Runs:       s.runs,
 		Queue:      s.review.queue,
@@ -135,13 +127,16 @@ func (s *Server) ready(ctx context.Context) error {
 	if s.ops.draining.Load() {
 		return errors.New("shutting down")
 	}
-	if s.policy == nil || s.policy.Engine() == nil {
+	if s.policy.Engine() == nil {
 		return errors.New("no policy loaded")
 	}
 	for _, t := range s.policy.Engine().Tenants() {
 		if _, err := s.cas.Authority(t); err != nil {
 			return fmt.Errorf("tenant %s: CA unavailable", t)
 		}
+	}
+	if err := s.replicaReady(); err != nil {
+		return err
 	}
 	return s.ops.store.Ping(ctx)
 }

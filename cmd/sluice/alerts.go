@@ -3,43 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
-	"github.com/sluice-egress/sluice/incident"
 )
-
-// alertingSink is the gateway's EventSink when webhooks are configured: the store's
-// sink first, then an alert for what it recorded, so that an incident is alerted only
-// once it is stored (and with its id).
-type alertingSink struct {
-	inner  gateway.EventSink
-	alerts *alert.Sink
-}
-
-func (k *alertingSink) Emit(ctx context.Context, e incident.Incident) (string, error) {
-	id, err := k.inner.Emit(ctx, e)
-	if id != "" {
-		in := e.Bounded() // query-less, clipped: what the store kept
-		in.ID = id
-		k.alerts.Alert(in)
-	}
-	return id, err
-}
 
 // withAlerts wraps the store's sink with the alert sink, when there is one.
 func (s *Server) withAlerts(sink gateway.EventSink) gateway.EventSink {
 	if s.alerts == nil {
 		return sink
 	}
-	return &alertingSink{inner: sink, alerts: s.alerts}
+	return &alert.Recorded{Inner: sink, Alerts: s.alerts}
 }
 
 // openAlerts builds the webhook sink of alerts.webhooks, reading each URL from its
@@ -54,17 +31,10 @@ func (s *Server) openAlerts() error {
 	if err != nil {
 		return err
 	}
-	counter := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sluice_alerts_total",
-		Help: "Incidents handed to alert webhooks, by webhook and result (sent, failed, rate_limited, queue_full).",
-	}, []string{"webhook", "result"})
-	if s.ops.metrics != nil {
-		s.ops.metrics.Registry.MustRegister(counter)
-	}
 	s.alerts = &alert.Sink{
 		Webhooks:     hooks,
 		DashboardURL: ac.DashboardURL,
-		OnResult:     func(w, r string) { counter.WithLabelValues(w, r).Inc() },
+		OnResult:     s.ops.metrics.AlertResult,
 		Logger:       s.Logger,
 	}
 	return nil
@@ -75,25 +45,9 @@ func (s *Server) openAlerts() error {
 func webhooks(cfg *config.Config, getenv func(string) string) ([]alert.Webhook, error) {
 	var out []alert.Webhook
 	for i, w := range cfg.Alerts.Webhooks {
-		key := fmt.Sprintf("alerts.webhooks[%d]", i)
-		var raw string
-		switch {
-		case w.URLEnv != "":
-			raw = getenv(w.URLEnv)
-			if raw == "" {
-				return nil, fmt.Errorf("%s: environment variable %s is empty", key, w.URLEnv)
-			}
-		default:
-			b, err := os.ReadFile(resolve(cfg, w.URLFile))
-			if err != nil {
-				return nil, fmt.Errorf("%s: url_file: %w", key, err)
-			}
-			raw = string(b)
-		}
-		raw = strings.TrimSpace(raw)
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%s: the URL it references is not an http(s) URL", key)
+		raw, err := cfg.WebhookURL(i, getenv)
+		if err != nil {
+			return nil, err
 		}
 		name := w.Name
 		if name == "" {

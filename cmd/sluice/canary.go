@@ -4,18 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/scanner"
 )
-
-// canaryEnv names the variable each canary kind is planted as.
-var canaryEnv = map[string]string{
-	"aws-access-key-id":     "AWS_ACCESS_KEY_ID",
-	"aws-secret-access-key": "AWS_SECRET_ACCESS_KEY",
-	"github-pat":            "GITHUB_TOKEN",
-	"api-key":               "API_KEY",
-}
 
 // runCanaryIssue mints decoy credentials for a tenant (and run) and prints
 // them once, as env lines to plant in a sandbox; only their keyed
@@ -34,20 +26,14 @@ func runCanaryIssue(args []string, stdout, stderr io.Writer) error {
 	if *tenant == "" {
 		return fmt.Errorf("%w: --tenant is required", errUsage)
 	}
-	cfg, err := loadConfig(*cfgPath, *dataDir)
+	cfg, err := config.Open(*cfgPath, *dataDir)
 	if err != nil {
 		return err
 	}
 	if _, ok := cfg.Tenants[*tenant]; !ok {
 		return fmt.Errorf("unknown tenant %q", *tenant)
 	}
-	dir := cfg.DataPath()
-	key, err := scanner.LoadOrCreateKey(dir)
-	if err != nil {
-		return err
-	}
-	store := &scanner.CanaryStore{Dir: dir, Key: key}
-	cs, err := store.Issue(*tenant, strings.TrimSpace(*run))
+	cs, err := scanner.IssueCanaries(cfg.DataPath(), *tenant, *run)
 	if err != nil {
 		return err
 	}
@@ -59,7 +45,7 @@ func runCanaryIssue(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "# canaries for tenant %s%s: plant them in the sandbox; any use in egress is blocked and recorded\n",
 		*tenant, map[bool]string{true: ", run " + *run, false: ""}[*run != ""])
 	for _, c := range cs {
-		fmt.Fprintf(stdout, "%s=%s  # %s\n", canaryEnv[c.Kind], c.Value, c.ID)
+		fmt.Fprintf(stdout, "%s=%s  # %s\n", c.EnvName(), c.Value, c.ID)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/sluice-egress/sluice/internal/apiclient"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -35,7 +37,7 @@ Usage:
   sluice policy presets [--json]
   sluice policy propose --tenant T [--class C] [--since 7d] [--config FILE] [--data-dir DIR]
   sluice doctor [--proxy URL] --control URL [--denied HOST] [--direct HOST:PORT]...
-  sluice healthcheck [--proxy ADDR] [--admin ADDR]
+  sluice healthcheck [--proxy ADDR] [--admin ADDR] [--ready]
   sluice scan [PATH|-]... [--json] [--config FILE]
   sluice canary issue --tenant T [--run R] [--config FILE] [--json]
   sluice rules test --corpus DIR [--config FILE]
@@ -60,7 +62,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, apiclient.ErrUsage):
 		fmt.Fprintf(stderr, "sluice: %v\n\n%s", err, usage)
 		return 2
 	default:

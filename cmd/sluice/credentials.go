@@ -29,7 +29,7 @@ func phantomCredentials(cfg *config.Config) (map[string][]*phantom.Credential, e
 	return out, nil
 }
 
-// phantomCredential converts one credential (also a run's own, from the runs API).
+// phantomCredential converts one credential.
 func phantomCredential(cfg *config.Config, c *config.Credential) (*phantom.Credential, error) {
 	var src phantom.Source
 	if p := cfg.SecretPath(c); p != "" {
@@ -58,7 +58,7 @@ func (s *Server) openCredentials(sc *scanner.Scanner) error {
 	}
 	creds, _ := phantomCredentials(s.Config) // checked
 	reg := &phantom.Registry{Dir: s.Config.DataPath(), Key: sc.Key, Credentials: creds}
-	if err := mintTenantPhantoms(reg, creds); err != nil {
+	if err := reg.MintTenants(creds); err != nil {
 		return err
 	}
 	sc.Phantoms = reg
@@ -78,25 +78,7 @@ func checkCredentials(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	for tn, cs := range creds {
-		for _, c := range cs {
-			if _, err := c.Secret.Secret(); err != nil {
-				return fmt.Errorf("tenant %s: credential %s: %w", tn, c.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// mintTenantPhantoms gives every tenant's credentials their tenant-level
-// phantoms (idempotent: existing ones are kept).
-func mintTenantPhantoms(reg *phantom.Registry, creds map[string][]*phantom.Credential) error {
-	for tn := range creds {
-		if _, err := reg.Mint(tn, ""); err != nil {
-			return fmt.Errorf("tenant %s: %w", tn, err)
-		}
-	}
-	return nil
+	return phantom.CheckSecrets(creds)
 }
 
 // applyCredentials installs a reloaded config's credentials: new bindings,
@@ -112,35 +94,9 @@ func (s *Server) applyCredentials(cfg *config.Config) {
 		return
 	}
 	s.phantoms.SetCredentials(creds)
-	if err := mintTenantPhantoms(s.phantoms, creds); err != nil {
+	if err := s.phantoms.MintTenants(creds); err != nil {
 		s.Logger.Error("phantoms not minted after reload", "err", err)
 	}
-}
-
-// MintPhantoms mints the phantoms of a run (the tenant's credentials plus
-// the run's own) and returns the env lines that carry them. The runs API
-// calls it when it creates a run, and ForgetPhantoms when the run ends.
-func (s *Server) MintPhantoms(tenant, run string, own ...config.Credential) ([]string, error) {
-	if s.phantoms == nil {
-		return nil, nil
-	}
-	var extra []*phantom.Credential
-	for i := range own {
-		pc, err := phantomCredential(s.Config, &own[i])
-		if err != nil {
-			return nil, fmt.Errorf("run credentials[%d]: %w", i, err)
-		}
-		extra = append(extra, pc)
-	}
-	return s.phantoms.Mint(tenant, run, extra...)
-}
-
-// ForgetPhantoms drops a run's phantoms when the run ends.
-func (s *Server) ForgetPhantoms(tenant, run string) error {
-	if s.phantoms == nil {
-		return nil
-	}
-	return s.phantoms.Forget(tenant, run)
 }
 
 // tenantPhantomEnv returns the env lines of the tenant's own phantoms for

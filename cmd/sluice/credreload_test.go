@@ -45,7 +45,7 @@ tenants:
 		t.Fatal(err)
 	}
 	reg := &phantom.Registry{Dir: t.TempDir(), Key: key, Credentials: creds}
-	if err := mintTenantPhantoms(reg, creds); err != nil {
+	if err := reg.MintTenants(creds); err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{Config: cfg, phantoms: reg, Logger: slog.New(slog.DiscardHandler)}

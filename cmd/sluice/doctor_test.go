@@ -12,10 +12,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
 )
@@ -31,12 +35,17 @@ type doctorWorld struct {
 	closed  string // a loopback port nothing listens on
 	routes  string // a route table with a default route
 	openAPI string // the upstream's real address (reachable directly from the test)
+	dns     string // the gateway's resolver, for which 127.0.0.1 is acme's sandbox
+	openDNS string // a resolver that answers every name
 }
 
 const doctorPolicy = `
 version: 1
 listen:
   proxy: 127.0.0.1:0
+  dns: 127.0.0.1:0
+dns:
+  sources: [{cidr: 127.0.0.1, tenant: acme}]
 data_dir: data
 upstream:
   extra_roots: [upstream-ca.pem]
@@ -104,7 +113,7 @@ func newDoctorWorld(t *testing.T) *doctorWorld {
 	w.routes = filepath.Join(w.dir, "route")
 	mustWriteFile(t, w.routes, routeTable)
 
-	cfg, err := loadConfig(cfgPath, "")
+	cfg, err := config.Open(cfgPath, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +130,8 @@ func newDoctorWorld(t *testing.T) *doctorWorld {
 	go func() { s.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	w.proxy = s.ProxyAddr()
+	w.dns = s.DNSAddr()
+	w.openDNS = startOpenResolver(t)
 
 	_, lines, _, err := exportTenant(cfg, s.cas, "acme", filepath.Join(w.dir, "trust"), w.proxy, "")
 	if err != nil {
@@ -132,6 +143,26 @@ func newDoctorWorld(t *testing.T) *doctorWorld {
 		w.env[k] = v
 	}
 	return w
+}
+
+// startOpenResolver serves a resolver that answers every A query with 192.0.2.1,
+// as a resolver that forwards would.
+func startOpenResolver(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		rr, _ := dns.NewRR(r.Question[0].Name + " 60 IN A 192.0.2.1")
+		m.Answer = append(m.Answer, rr)
+		w.WriteMsg(m)
+	})}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
 }
 
 func withoutLoopback(ps []netip.Prefix) []netip.Prefix {
@@ -165,6 +196,8 @@ func TestDoctor(t *testing.T) {
 		wantErr  bool
 		wantPass []string // substrings of PASS lines
 		wantFail []string // substrings of FAIL lines
+		// wantInconc are substrings of INCONCLUSIVE lines.
+		wantInconc []string
 	}{
 		{
 			name: "enforced",
@@ -172,7 +205,29 @@ func TestDoctor(t *testing.T) {
 			wantPass: []string{"proxy", "allowed api.example.test", "tenant CA trusted", "refused: denied host sluice-doctor-denied.invalid:443",
 				"refused: loopback 127.0.0.1:443", "refused: metadata 169.254.169.254:443", "refused: private address 10.0.0.1:443",
 				"refused: bridge gateway 172.17.0.1:443", "refused: metadata over plain http", "no direct route " + w.closed,
-				"no direct route 172.17.0.1:443"},
+				"no direct route 172.17.0.1:443", "resolver is Sluice " + w.dns, "no answer for a denied name " + w.dns,
+				"no direct route 127.0.0.3:443", "no direct route 127.0.0.3:80", "no DNS to 127.0.0.3:53/udp", "no QUIC to 127.0.0.3:443/udp"},
+		},
+		{
+			name:     "the resolver is not Sluice",
+			args:     []string{"--control", control, "--resolver", "OPEN"},
+			wantErr:  true,
+			wantFail: []string{"resolver is Sluice", "no answer for a denied name"},
+		},
+		{
+			name:     "a second resolver answers denied names",
+			args:     []string{"--control", control, "--resolver", "SLUICE", "--resolver", "OPEN"},
+			wantErr:  true,
+			wantPass: []string{"resolver is Sluice", "no answer for a denied name " + w.dns},
+			wantFail: []string{"no answer for a denied name " + w.openDNS},
+		},
+		{
+			// Not resolving is no proof when the resolver is not Sluice: the name's
+			// address was never tried.
+			name:       "a name that does not resolve is inconclusive",
+			args:       []string{"--control", control, "--resolver", "OPEN", "--direct", "nowhere.invalid:443"},
+			wantErr:    true,
+			wantInconc: []string{"no direct route nowhere.invalid:443"},
 		},
 		{
 			name:     "a direct way out",
@@ -206,7 +261,7 @@ func TestDoctor(t *testing.T) {
 			name:     "control refused by the policy",
 			args:     []string{"--control", "https://nope.example.test/"},
 			wantErr:  true,
-			wantFail: []string{"allowed nope.example.test"},
+			wantFail: []string{"refused by the gateway: 403 host-not-allowed (allow the host"},
 		},
 		{
 			name:     "wrong credentials",
@@ -245,7 +300,19 @@ func TestDoctor(t *testing.T) {
 				env[k] = v
 			}
 			var out bytes.Buffer
-			args := append([]string{"--routes", w.routes, "--timeout", "3s"}, tc.args...)
+			args := []string{"--routes", w.routes, "--timeout", "3s", "--outside", "127.0.0.3", "--metadata", "127.0.0.3"}
+			if !slices.Contains(tc.args, "--resolver") {
+				args = append(args, "--resolver", w.dns)
+			}
+			for _, a := range tc.args {
+				switch a {
+				case "SLUICE":
+					a = w.dns
+				case "OPEN":
+					a = w.openDNS
+				}
+				args = append(args, a)
+			}
 			err := runDoctor(context.Background(), args, func(k string) string { return env[k] }, &out, io.Discard)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v\n%s", err, tc.wantErr, out.String())
@@ -261,8 +328,13 @@ func TestDoctor(t *testing.T) {
 					t.Errorf("no FAIL line with %q\n%s", want, out.String())
 				}
 			}
-			if !tc.wantErr && strings.Contains(out.String(), "FAIL") {
-				t.Errorf("a FAIL line in a passing report\n%s", out.String())
+			for _, want := range tc.wantInconc {
+				if !hasLine(lines, "INCONCLUSIVE", want) {
+					t.Errorf("no INCONCLUSIVE line with %q\n%s", want, out.String())
+				}
+			}
+			if !tc.wantErr && (strings.Contains(out.String(), "FAIL") || strings.Contains(out.String(), "INCONCLUSIVE")) {
+				t.Errorf("a FAIL or INCONCLUSIVE line in a passing report\n%s", out.String())
 			}
 			if strings.Contains(out.String(), "doctor-test-token") || strings.Contains(out.String(), "wrong") {
 				t.Errorf("the report shows the proxy token\n%s", out.String())

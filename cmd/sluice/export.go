@@ -5,44 +5,12 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/config"
 )
-
-// tenantToken reads a tenant's token from its reference (file or env var).
-// Only export needs the clear value: it goes into the container's env file.
-func tenantToken(cfg *config.Config, name string) (string, error) {
-	t, ok := cfg.Tenants[name]
-	if !ok {
-		return "", fmt.Errorf("no tenant %q in the config", name)
-	}
-	var raw string
-	switch {
-	case t.TokenFile != "":
-		b, err := os.ReadFile(resolve(cfg, t.TokenFile))
-		if err != nil {
-			return "", fmt.Errorf("tenant %s: read token_file: %w", name, err)
-		}
-		raw = string(b)
-	case t.TokenEnv != "":
-		raw = os.Getenv(t.TokenEnv)
-	}
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", fmt.Errorf("tenant %s: token is empty (set token_file or token_env)", name)
-	}
-	return raw, nil
-}
-
-// proxyURL is the proxy as a container reaches it, with the credentials.
-func proxyURL(hostport, user, token string) *url.URL {
-	return &url.URL{Scheme: "http", User: url.UserPassword(user, token), Host: hostport}
-}
 
 // exportTenant writes ca.pem, bundle.pem and sluice.env (ca.Authority.ExportEnv)
 // for one tenant into outDir, with the tenant's token and phantom credentials.
@@ -52,15 +20,15 @@ func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHost
 	if err != nil {
 		return "", nil, "", err
 	}
-	if token, err = tenantToken(cfg, tenant); err != nil {
-		return "", nil, "", err
+	if token, err = cfg.Token(tenant); err != nil {
+		return "", nil, "", fmt.Errorf("tenant %s: %w", tenant, err)
 	}
 	// The tenant's phantom credentials, under the names its tools read.
 	phantoms, err := tenantPhantomEnv(cfg, tenant)
 	if err != nil {
 		return "", nil, "", err
 	}
-	envPath, lines, err = auth.ExportEnv(outDir, containerDir, proxyURL(proxyHostport, tenant, token), phantoms)
+	envPath, lines, err = auth.ExportEnv(outDir, containerDir, &url.URL{Scheme: "http", User: url.UserPassword(tenant, token), Host: proxyHostport}, phantoms)
 	return envPath, lines, token, err
 }
 
@@ -68,19 +36,12 @@ func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHost
 // passphrase.
 func caStore(cfg *config.Config) (*ca.Store, error) {
 	s := &ca.Store{Dir: filepath.Join(cfg.DataDir, "ca"), LeafTTL: time.Duration(cfg.CA.LeafTTL)}
-	switch {
-	case cfg.CA.PassphraseFile != "":
-		b, err := os.ReadFile(resolve(cfg, cfg.CA.PassphraseFile))
-		if err != nil {
-			return nil, fmt.Errorf("ca passphrase_file: %w", err)
-		}
-		s.Passphrase = []byte(strings.TrimSpace(string(b)))
-	case cfg.CA.PassphraseEnv != "":
-		v := os.Getenv(cfg.CA.PassphraseEnv)
-		if v == "" {
-			return nil, fmt.Errorf("ca passphrase_env: %s is empty", cfg.CA.PassphraseEnv)
-		}
-		s.Passphrase = []byte(v)
+	var err error
+	if s.Issuers, err = stepCAIssuers(cfg); err != nil {
+		return nil, err
+	}
+	if s.Passphrase, err = cfg.CAPassphrase(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -112,7 +73,7 @@ func runCAExport(args []string, stdout, stderr io.Writer) error {
 	if *tenant == "" || *out == "" {
 		return fmt.Errorf("%w: --tenant and --out are required", errUsage)
 	}
-	cfg, err := loadConfig(*cfgPath, *dataDir)
+	cfg, err := config.Open(*cfgPath, *dataDir)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ type incidentSink struct {
 	// OnUnrecorded, if set, is called for each incident the store could not
 	// take in time (a metric).
 	OnUnrecorded func()
+
+	probes probeBudget // doctor probes left unstored (probes.go)
 }
 
 var _ gateway.EventSink = (*incidentSink)(nil)
@@ -43,7 +45,7 @@ func (k *incidentSink) Emit(ctx context.Context, e incident.Incident) (string, e
 	if k.Metrics != nil {
 		k.Metrics.Event(e.Tenant, e.Reason, e.Action, e.Rule)
 	}
-	if k.Writer == nil || e.Tenant == "" || e.Reason == gateway.ReasonAuthRequired {
+	if k.Writer == nil || e.Tenant == "" || e.Reason == gateway.ReasonAuthRequired || (e.Probe && k.probes.skip(e.Tenant)) {
 		return "", nil
 	}
 	timeout := k.Timeout

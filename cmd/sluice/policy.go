@@ -1,26 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/rules"
-	"github.com/sluice-egress/sluice/runs"
-	"github.com/sluice-egress/sluice/store"
 )
 
 const policyUsage = "sluice policy explain|check|presets|propose (see sluice help)"
@@ -74,19 +65,12 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 			return nil, nil, err
 		}
 	}
-	var d *derive.Derivation
-	if pf.repo != "" || pf.remote != "" {
-		var fsys iofs.FS
-		if pf.repo != "" {
-			if fi, err := os.Stat(pf.repo); err != nil || !fi.IsDir() {
-				return nil, nil, fmt.Errorf("--repo %s: not a directory", pf.repo)
-			}
-			fsys = os.DirFS(pf.repo)
+	d, err := derive.DeriveDir(pf.repo, pf.remote)
+	if err != nil {
+		if errors.Is(err, derive.ErrNotDir) {
+			return nil, nil, fmt.Errorf("--repo %w", err)
 		}
-		var err error
-		if d, err = derive.Derive(fsys, pf.remote); err != nil {
-			return nil, nil, err
-		}
+		return nil, nil, err
 	}
 	grants, err := storedGrants(cfg, pf.tenant)
 	if err != nil {
@@ -95,32 +79,6 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: pf.tenant, Class: pf.class, Derived: d.Policy(),
 		Grants: grants, Now: time.Now()})
 	return p, d, err
-}
-
-// storedGrants reads the tenant's approved, unexpired access requests from
-// the data directory's store, when there is one: they are part of the
-// effective policy. It never creates a store.
-func storedGrants(cfg *config.Config, tenant string) ([]rules.Grant, error) {
-	path := filepath.Join(cfg.DataPath(), store.FileName)
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil
-	}
-	st, err := store.Open(context.Background(), path)
-	if err != nil {
-		return nil, fmt.Errorf("read grants: %w", err)
-	}
-	defer st.Close()
-	active, err := st.ActiveGrants(context.Background(), time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("read grants: %w", err)
-	}
-	var out []rules.Grant
-	for _, x := range active {
-		if x.Tenant == tenant {
-			out = append(out, runs.GrantOf(runs.AccessRequest(x)))
-		}
-	}
-	return out, nil
 }
 
 func runPolicyExplain(args []string, stdout, stderr io.Writer) error {
@@ -150,7 +108,7 @@ func runPolicyExplain(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stdout, "  (none)")
 		}
 		for _, en := range role.entries {
-			fmt.Fprintf(stdout, "  %-40s %s  [%s]\n", en.Host, entryLimits(en), en.Origin)
+			fmt.Fprintf(stdout, "  %-40s %s  [%s]\n", en.Host, en.Limits(), en.Origin)
 		}
 	}
 	if len(p.Presets) > 0 {
@@ -160,7 +118,7 @@ func runPolicyExplain(args []string, stdout, stderr io.Writer) error {
 			if u.Note != "" {
 				note = ": " + u.Note
 			}
-			fmt.Fprintf(stdout, "  %-14s %s, %d entries%s\n", u.Preset, originWhere(u.Origin), u.Entries, note)
+			fmt.Fprintf(stdout, "  %-14s %s, %d entries%s\n", u.Preset, u.Origin.Where(), u.Entries, note)
 		}
 	}
 	if d != nil && d.Repo != nil {
@@ -179,55 +137,6 @@ func runPolicyExplain(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// originWhere says what selected a preset.
-func originWhere(o rules.Origin) string {
-	o.Preset = rules.PresetRef{}
-	return o.String()
-}
-
-// entryLimits describes an entry's ports, methods, paths and flags.
-func entryLimits(en rules.Entry) string {
-	var parts []string
-	ports := "443,80"
-	if len(en.Ports) > 0 {
-		ps := make([]string, len(en.Ports))
-		for i, p := range en.Ports {
-			ps[i] = strconv.Itoa(p)
-		}
-		ports = strings.Join(ps, ",")
-	}
-	parts = append(parts, "ports "+ports)
-	methods := "any"
-	if len(en.Methods) > 0 {
-		methods = strings.Join(en.Methods, ",")
-	}
-	parts = append(parts, "methods "+methods)
-	if len(en.Paths) > 0 {
-		parts = append(parts, "paths "+strings.Join(en.Paths, ","))
-	}
-	if en.WebSocket {
-		parts = append(parts, "websocket")
-	}
-	if len(en.AllowAddresses) > 0 {
-		parts = append(parts, "allow_addresses "+strings.Join(en.AllowAddresses, ","))
-	}
-	return strings.Join(parts, "  ")
-}
-
-// checkResult is what `policy check --json` prints.
-type checkResult struct {
-	URL     string       `json:"url"`
-	Method  string       `json:"method"`
-	Stage   string       `json:"stage"`
-	Action  string       `json:"action"`
-	Reason  string       `json:"reason,omitempty"`
-	Entry   *rules.Entry `json:"entry,omitempty"`
-	Origin  string       `json:"origin,omitempty"`
-	Allowed bool         `json:"allowed"`
-	// Trace is the chain that decided it (--trace).
-	Trace []traceLine `json:"trace,omitempty"`
 }
 
 func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
@@ -256,52 +165,28 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	if target == "" {
 		return fmt.Errorf("%w: sluice policy check --tenant T [--class C] URL [--method M]", errUsage)
 	}
-	u, err := url.Parse(target)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("%w: %q: want an http:// or https:// URL", errUsage, target)
-	}
-	port := 443
-	if u.Scheme == "http" {
-		port = 80
-	}
-	host := u.Hostname()
-	if ps := u.Port(); ps != "" {
-		if port, err = strconv.Atoi(ps); err != nil || port < 1 || port > 65535 {
-			return fmt.Errorf("%w: bad port in %q", errUsage, target)
-		}
+	tg, err := rules.ParseTarget(target)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	p, _, err := pf.resolve()
 	if err != nil {
 		return err
 	}
-	res := checkResult{URL: (&url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: u.Path}).String(), Method: strings.ToUpper(*method)}
-	var d rules.Decision
-	if u.Scheme == "https" {
-		res.Stage = rules.StageConnect.String()
-		q := rules.Query{Host: host, Port: port, Stage: rules.StageConnect}
-		d = p.Decide(q)
-		res.addTrace(*trace, p.Trace(q))
+	res := p.Check(*method, tg)
+	if *trace {
+		res = p.CheckTraced(*method, tg)
 	}
-	if u.Scheme == "http" || d.Action == rules.Inspect {
-		res.Stage = rules.StageRequest.String()
-		q := rules.Query{Host: host, Port: port, Method: res.Method, Path: u.EscapedPath(), Stage: rules.StageRequest}
-		d = p.Decide(q)
-		res.addTrace(*trace, p.Trace(q))
-	}
-	res.Action, res.Reason, res.Entry = d.Action.String(), d.Reason, d.Entry
-	res.Allowed = d.Action != rules.Deny
-	if d.Entry != nil {
-		res.Origin = d.Entry.Origin.String()
-	}
+	d := res.Decision
 	if pf.json {
 		return writeJSON(stdout, res)
 	}
 	if d.Action == rules.Deny {
 		fmt.Fprintf(stdout, "deny %s %s: %s\n", res.Method, res.URL, d.Reason)
 	} else {
-		fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, entryLimits(*d.Entry), res.Origin)
+		fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
 	}
-	res.printTrace(stdout)
+	printTrace(stdout, res.Trace)
 	return nil
 }
 
@@ -325,7 +210,7 @@ func runPolicyPresets(args []string, stdout, stderr io.Writer) error {
 			if pe.HostFrom != "" {
 				host = "hosts from presets.hosts." + pe.HostFrom
 			}
-			limits := entryLimits(rules.Entry{Ports: pe.Ports, Methods: pe.Methods, Paths: pe.Paths, WebSocket: pe.WebSocket})
+			limits := rules.Entry{Ports: pe.Ports, Methods: pe.Methods, Paths: pe.Paths, WebSocket: pe.WebSocket}.Limits()
 			if pe.RepoPaths {
 				limits += "  paths: the run's repository"
 			}

@@ -1,20 +1,13 @@
 package main
 
 import (
-	"context"
-	"crypto/sha256"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/netip"
-	"os"
-	"os/signal"
 	"slices"
-	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
@@ -22,55 +15,7 @@ import (
 	"github.com/sluice-egress/sluice/scanner"
 )
 
-// policyHolder is the gateway's Policy: the current engine, swapped atomically on
-// reload. Requests on open tunnels meet the new engine from their next request on.
-type policyHolder struct {
-	cur atomic.Pointer[rules.Engine]
-	// OnReload is called after every reload attempt with its result (the metrics helper
-	// counts sluice_policy_reloads_total{result}); nil: nothing. Set it before serving.
-	OnReload func(ok bool)
-
-	ok, failed atomic.Int64
-}
-
-var _ gateway.Policy = (*policyHolder)(nil)
-
-func newPolicyHolder(e *rules.Engine) *policyHolder {
-	h := &policyHolder{}
-	h.cur.Store(e)
-	return h
-}
-
-// Engine returns the current engine.
-func (h *policyHolder) Engine() *rules.Engine { return h.cur.Load() }
-
-func (h *policyHolder) Identify(user, token string) (rules.Identity, error) {
-	return h.cur.Load().Identify(user, token)
-}
-
-// Decide asks the current engine. The decision carries what it allows to be dialled,
-// so it stays whole if the engine is swapped before the dial.
-func (h *policyHolder) Decide(q rules.Query) rules.Decision { return h.cur.Load().Decide(q) }
-
-// swap installs e, carrying the registered runs over.
-func (h *policyHolder) swap(e *rules.Engine) {
-	e.ShareRuns(h.cur.Load())
-	h.cur.Store(e)
-}
-
-// Reloads returns how many reloads succeeded and failed since start.
-func (h *policyHolder) Reloads() (ok, failed int64) { return h.ok.Load(), h.failed.Load() }
-
-func (h *policyHolder) count(ok bool) {
-	if ok {
-		h.ok.Add(1)
-	} else {
-		h.failed.Add(1)
-	}
-	if h.OnReload != nil {
-		h.OnReload(ok)
-	}
-}
+var _ gateway.Policy = (*rules.Holder)(nil)
 
 // policyChanger is what the reloader needs of the gateway: *gateway.Gateway re-decides
 // its open tunnels and closes those the new policy no longer allows.
@@ -80,105 +25,38 @@ type policyChanger interface {
 
 var _ policyChanger = (*gateway.Gateway)(nil)
 
-// reloader swaps the policy when the config file changes or on SIGHUP.
+// reloader swaps the policy for the config file's (a reload.Watcher calls Reload when
+// the file changes or on SIGHUP, one at a time).
 type reloader struct {
 	// Path is the config file.
 	Path string
 	// Load reads, validates and compiles the config; an error keeps the old policy.
 	Load func(path string) (*rules.Engine, *config.Config, error)
 	// Holder receives the new engine.
-	Holder *policyHolder
+	Holder *rules.Holder
 	// Gateway, when set, re-checks open tunnels after a swap.
 	Gateway policyChanger
 	// Applied, when set, applies the rest of a reloaded config that takes
 	// effect without a restart (upstream, scanner, credentials) after the swap.
 	Applied func(cfg *config.Config)
-	// Interval between polls of the file (mtime, size, then content hash). Zero: 2s.
-	Interval time.Duration
-	Logger   *slog.Logger
+	Logger  *slog.Logger
 
-	mu      sync.Mutex // one reload at a time
-	stamp   fileStamp
-	current *config.Config
-}
-
-type fileStamp struct {
-	mod  time.Time
-	size int64
-	hash [sha256.Size]byte
-}
-
-// start records the file as loaded at start-up.
-func (r *reloader) start(cfg *config.Config) {
-	r.current = cfg
-	r.stamp, _ = stampOf(r.Path, fileStamp{})
-}
-
-// stampOf stats the file and hashes it only when mtime or size changed.
-func stampOf(path string, prev fileStamp) (fileStamp, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return prev, err
-	}
-	if fi.ModTime().Equal(prev.mod) && fi.Size() == prev.size {
-		return prev, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return prev, err
-	}
-	return fileStamp{mod: fi.ModTime(), size: fi.Size(), hash: sha256.Sum256(b)}, nil
-}
-
-// Run polls the file and listens for SIGHUP until ctx ends.
-func (r *reloader) Run(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	iv := r.Interval
-	if iv <= 0 {
-		iv = 2 * time.Second
-	}
-	tick := time.NewTicker(iv)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			r.Reload("SIGHUP")
-		case <-tick.C:
-			r.mu.Lock()
-			prev := r.stamp
-			st, err := stampOf(r.Path, prev)
-			r.mu.Unlock()
-			if err == nil && st.hash != prev.hash {
-				r.Reload("file changed")
-			}
-		}
-	}
+	current atomic.Pointer[config.Config] // the config in force
 }
 
 // Reload loads the config file and swaps the policy; on failure the previous policy
-// stays. It reports whether the swap happened.
-func (r *reloader) Reload(why string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st, statErr := stampOf(r.Path, fileStamp{})
-	if statErr == nil {
-		// Remember what was tried, also when it fails: a broken file is reported once,
-		// not every poll; the next change or SIGHUP tries again.
-		r.stamp = st
-	}
+// stays.
+func (r *reloader) Reload(why string) error {
 	engine, cfg, err := r.Load(r.Path)
 	if err != nil {
 		r.Logger.Error("policy reload failed: keeping the previous policy", "why", why, "err", err)
-		r.Holder.count(false)
-		return false
+		return err
 	}
-	r.warnRestartOnly(cfg)
-	r.Holder.swap(engine)
-	r.current = cfg
+	if keys := r.current.Load().RestartOnly(cfg); len(keys) > 0 {
+		r.Logger.Warn("policy reloaded, but these settings apply only after a restart", "keys", keys)
+	}
+	r.Holder.Swap(engine)
+	r.current.Store(cfg)
 	if r.Applied != nil {
 		r.Applied(cfg)
 	}
@@ -187,37 +65,7 @@ func (r *reloader) Reload(why string) bool {
 		closed = r.Gateway.PolicyChanged()
 	}
 	r.Logger.Info("policy reloaded", "why", why, "tunnels_closed", closed)
-	r.Holder.count(true)
-	return true
-}
-
-// warnRestartOnly logs the settings a reload does not apply: upstream and
-// scanning apply live (applyReload); listeners, the CA settings and the
-// scan-memory bound do not.
-func (r *reloader) warnRestartOnly(cfg *config.Config) {
-	old := r.current
-	if old == nil {
-		return
-	}
-	var changed []string
-	if old.Listen != cfg.Listen {
-		changed = append(changed, "listen")
-	}
-	if old.CA != cfg.CA {
-		changed = append(changed, "ca")
-	}
-	// The gateway's bound on the bytes held for scanning is a semaphore
-	// sized once; bodies of unknown length reserve the max_body_bytes of
-	// start-up from it (the scanner itself applies the new limit).
-	if old.Scanning.MaxInflightBytes != cfg.Scanning.MaxInflightBytes {
-		changed = append(changed, "scanning.max_inflight_bytes")
-	}
-	if old.Scanning.MaxBodyBytes != cfg.Scanning.MaxBodyBytes && old.Scanning.MaxInflightBytes > 0 {
-		changed = append(changed, "scanning.max_body_bytes")
-	}
-	if len(changed) > 0 {
-		r.Logger.Warn("policy reloaded, but these settings apply only after a restart", "keys", changed)
-	}
+	return nil
 }
 
 // loadPolicy is the Server's reload: the config file read and compiled as at start-up,
@@ -229,7 +77,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) 
 	}
 	cfg.DataDir = s.Config.DataDir
 	cfg.Listen = s.Config.Listen // --proxy may have overridden it; listeners stay anyway
-	engine, err := compile(cfg)
+	engine, err := cfg.Compile()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,7 +89,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) 
 			return nil, nil, fmt.Errorf("tenant %s: %w", t, err)
 		}
 	}
-	roots, err := upstreamRoots(cfg)
+	roots, err := cfg.UpstreamRoots()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -255,7 +103,7 @@ func (s *Server) loadPolicy(path string) (*rules.Engine, *config.Config, error) 
 }
 
 // stagedReload is what loadPolicy built for applyReload. Both run under the
-// reloader's lock, one reload at a time.
+// watcher's lock, one reload at a time.
 type stagedReload struct {
 	cfg     *config.Config
 	hosts   map[string]netip.Addr
@@ -298,12 +146,13 @@ func (s *Server) applyReload(cfg *config.Config) {
 			s.gw.SetRootCAs(st.roots)
 		}
 		if s.scanner != nil {
-			s.scanner.swap(st.scanner)
+			s.scanner.Swap(st.scanner)
 		}
 		if s.gw != nil {
 			s.gw.SetMaxWebSocketMessage(int64(st.cfg.Scanning.MaxBodyBytes))
 		}
 	}
 	s.applyCredentials(cfg)
+	s.reloadSandbox(cfg)
 	s.auditModes(cfg)
 }

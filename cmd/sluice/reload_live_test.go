@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
@@ -115,7 +116,7 @@ func newLiveWorld(t *testing.T, p liveParams) *liveWorld {
 	mustWriteFile(t, filepath.Join(w.dir, "acme.token"), tok+"\n")
 	mustWriteFile(t, filepath.Join(w.dir, "pack.toml"), livePack)
 	w.write(t, p)
-	cfg, err := loadConfig(filepath.Join(w.dir, "sluice.yaml"), "")
+	cfg, err := config.Open(filepath.Join(w.dir, "sluice.yaml"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func newLiveWorld(t *testing.T, p liveParams) *liveWorld {
 func (w *liveWorld) reload(t *testing.T, p liveParams) bool {
 	t.Helper()
 	w.write(t, p)
-	return w.s.reload.Reload("test")
+	return w.s.watch.Now("test")
 }
 
 // post sends body to host through the gateway and returns the status, the

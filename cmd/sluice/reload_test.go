@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -28,7 +29,7 @@ func compileText(t *testing.T, dir, allowHost string) (*rules.Engine, *config.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := compile(cfg)
+	e, err := cfg.Compile()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +44,7 @@ func TestReloader(t *testing.T) {
 	dir := t.TempDir()
 	e1, cfg1 := compileText(t, dir, "a.example.test")
 	e2, cfg2 := compileText(t, dir, "b.example.test")
-	h := newPolicyHolder(e1)
-	var results []bool
-	h.OnReload = func(ok bool) { results = append(results, ok) }
+	h := rules.NewHolder(e1)
 	changed := 0
 	var log bytes.Buffer
 	next := struct {
@@ -56,22 +55,19 @@ func TestReloader(t *testing.T) {
 	r := &reloader{Path: filepath.Join(dir, "sluice.yaml"), Holder: h, Gateway: changerFunc(func() int { changed++; return 0 }),
 		Logger: slog.New(slog.NewTextHandler(&log, nil)),
 		Load:   func(string) (*rules.Engine, *config.Config, error) { return next.e, next.c, next.err }}
-	r.start(cfg1)
+	r.current.Store(cfg1)
 	acme := rules.Identity{Tenant: "acme", Class: "agent"}
 	allowed := func(host string) bool {
 		return h.Decide(rules.Query{Identity: acme, Host: host, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
 	}
 
 	next.err = errors.New("config: bad thing")
-	if r.Reload("test") || !allowed("a.example.test") || changed != 0 {
+	if r.Reload("test") == nil || !allowed("a.example.test") || changed != 0 || r.current.Load() != cfg1 {
 		t.Fatal("a failed reload changed the policy")
 	}
 	next.e, next.c, next.err = e2, cfg2, nil
-	if !r.Reload("test") || allowed("a.example.test") || !allowed("b.example.test") || changed != 1 {
+	if r.Reload("test") != nil || allowed("a.example.test") || !allowed("b.example.test") || changed != 1 || r.current.Load() != cfg2 {
 		t.Fatal("a good reload did not swap the policy")
-	}
-	if ok, failed := h.Reloads(); ok != 1 || failed != 1 || len(results) != 2 || results[0] || !results[1] {
-		t.Fatalf("counts %d %d, OnReload %v", ok, failed, results)
 	}
 	if !strings.Contains(log.String(), "bad thing") {
 		t.Errorf("the failure's reason is not logged: %s", log.String())
@@ -81,18 +77,19 @@ func TestReloader(t *testing.T) {
 func TestReloaderPollsTheFile(t *testing.T) {
 	dir := t.TempDir()
 	e1, cfg1 := compileText(t, dir, "a.example.test")
-	h := newPolicyHolder(e1)
+	h := rules.NewHolder(e1)
 	s := &Server{Config: cfg1}
 	s.cas, _ = caStore(&config.Config{DataDir: filepath.Join(dir, "data")})
-	r := &reloader{Path: cfg1.Path, Holder: h, Interval: 20 * time.Millisecond, Load: s.loadPolicy,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	r.start(cfg1)
+	r := &reloader{Path: cfg1.Path, Holder: h, Load: s.loadPolicy, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r.current.Store(cfg1)
+	w := &reload.Watcher{Path: cfg1.Path, Reload: r.Reload, Interval: 20 * time.Millisecond}
+	w.Start()
 	ctx := t.Context()
-	go r.Run(ctx)
+	go w.Run(ctx)
 	compileText(t, dir, "c.example.test") // rewrites the file
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if ok, _ := h.Reloads(); ok == 1 {
+		if ok, _ := w.Results(); ok == 1 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

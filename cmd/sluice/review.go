@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -11,8 +10,8 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
-	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/desk"
 	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -40,7 +39,7 @@ func (s *Server) openReview() {
 	s.review.obs = &store.ObservationWriter{Store: s.ops.store, Logger: s.Logger}
 	s.auditModes(cfg)
 	s.gw.RefuseInTLS = cfg.Review.RefuseInTLS
-	s.gw.Observer = observer{s.review.obs}
+	s.gw.Observer = desk.Observer{W: s.review.obs}
 	if s.runs == nil {
 		return
 	}
@@ -56,7 +55,7 @@ func (s *Server) openReview() {
 				Snippet: incident.Clip(x.Justification, 200)})
 		}
 	}
-	s.gw.Desk = desk{svc: s.runs, store: rs}
+	s.gw.Desk = desk.Desk{Service: s.runs, Store: rs}
 }
 
 // closeReview writes the observations still pending.
@@ -68,83 +67,6 @@ func (s *Server) closeReview(ctx context.Context) {
 			s.Logger.Warn("observations not written at shutdown", "err", err)
 		}
 	}
-}
-
-// observer hands the gateway's observations to the batching writer.
-type observer struct{ w *store.ObservationWriter }
-
-func (o observer) Observe(ob gateway.Observation) {
-	v := store.ObservedAllowed
-	if ob.Shadow {
-		v = store.ObservedShadow
-	}
-	o.w.Add(store.Observation{Tenant: ob.Who.Tenant, Class: ob.Who.Class, Run: ob.Who.Run, Host: ob.Host, Port: ob.Port,
-		Method: ob.Method, Path: ob.Path, Verdict: v})
-}
-
-// desk is the gateway's Desk on the runs service.
-type desk struct {
-	svc   *runs.Service
-	store runstore.Store
-}
-
-var _ gateway.Desk = desk{}
-
-func filingOf(f gateway.Filing) runs.Filing {
-	return runs.Filing{Tenant: f.Who.Tenant, Class: f.Who.Class, Run: f.Who.Run, Host: f.Host, Ports: f.Ports,
-		Methods: f.Methods, Paths: f.Paths, Reason: f.Reason, Incident: f.Incident}
-}
-
-func filedOf(x runs.AccessRequest) gateway.Filed {
-	f := gateway.Filed{ID: x.ID, State: x.State, Host: x.Host}
-	if x.State != store.AccessPending {
-		f.Note = x.Reason
-	}
-	return f
-}
-
-// deskErr maps the service's errors to the gateway's.
-func deskErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, runs.ErrLimited):
-		return gateway.ErrFilingLimited
-	case errors.Is(err, runs.ErrInvalid):
-		return errors.Join(gateway.ErrFilingInvalid, err)
-	case errors.Is(err, store.ErrNotFound):
-		return gateway.ErrFilingNotFound
-	}
-	return err
-}
-
-func (d desk) File(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
-	x, err := d.svc.FileAccess(ctx, filingOf(f))
-	return filedOf(x.Request), deskErr(err)
-}
-
-func (d desk) Await(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
-	x, err := d.svc.AwaitAccess(ctx, filingOf(f))
-	if ctxErr := ctx.Err(); ctxErr != nil && err != nil {
-		return filedOf(x), ctxErr
-	}
-	return filedOf(x), deskErr(err)
-}
-
-// Status shows a request to the run (or tenant token) that filed it only.
-func (d desk) Status(ctx context.Context, who rules.Identity, id string) (gateway.Filed, error) {
-	x, err := d.store.GetAccessRequest(ctx, id)
-	if err != nil {
-		return gateway.Filed{}, deskErr(err)
-	}
-	c, err := d.store.GetAccessContext(ctx, id)
-	if err != nil {
-		return gateway.Filed{}, err
-	}
-	if x.Tenant != who.Tenant || c.Run != who.Run {
-		return gateway.Filed{}, gateway.ErrFilingNotFound
-	}
-	return filedOf(x), nil
 }
 
 // modesOf is whether each tenant's class runs in shadow mode ("tenant/class").

@@ -28,7 +28,7 @@ func TestRunsCarryAndForgetPhantoms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := compile(cfg)
+	engine, err := cfg.Compile()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,8 @@ const (
 // the server started with.
 func (s *Server) currentConfig() *config.Config {
 	if s.reload != nil {
-		s.reload.mu.Lock()
-		defer s.reload.mu.Unlock()
-		if s.reload.current != nil {
-			return s.reload.current
+		if cfg := s.reload.current.Load(); cfg != nil {
+			return cfg
 		}
 	}
 	return s.Config
@@ -64,9 +62,11 @@ func (s *Server) openRuns() error {
 			}
 			return reachableProxy(s.ProxyAddr())
 		},
-		Env:            func(proxy *url.URL) []string { return ca.ContainerEnv(proxy, runCAPath, runBundlePath) },
-		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.MintPhantoms(tenant, run) },
-		ForgetPhantoms: s.ForgetPhantoms,
+		Env: func(proxy *url.URL) []string { return ca.ContainerEnv(proxy, runCAPath, runBundlePath) },
+		// The registry is set: openCredentials ran before.
+		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.phantoms.Mint(tenant, run) },
+		ForgetPhantoms: s.phantoms.Forget,
+		Sandboxes:      s.sandboxes(),
 		Interval:       s.RunsInterval,
 		Logger:         s.Logger,
 	}

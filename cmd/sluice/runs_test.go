@@ -36,23 +36,3 @@ func TestWebhooksConfig(t *testing.T) {
 		t.Fatalf("empty env: err = %v", err)
 	}
 }
-
-func TestReadManifests(t *testing.T) {
-	dir := t.TempDir()
-	for p, c := range map[string]string{
-		"package.json":                  "{}",
-		"svc/go.mod":                    "module x\n",
-		"README.md":                     "not a manifest",
-		"node_modules/dep/package.json": "{}",
-	} {
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
-		os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644)
-	}
-	m, err := readManifests(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m) != 2 || m["package.json"] != "{}" || m["svc/go.mod"] == "" {
-		t.Fatalf("manifests %v", m)
-	}
-}

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
@@ -26,33 +24,16 @@ func newScanner(cfg *config.Config) (*scanner.Scanner, error) { return buildScan
 // buildScanner is newScanner; without create, a missing fingerprint key is
 // not created (a per-process key is used instead).
 func buildScanner(cfg *config.Config, create bool) (*scanner.Scanner, error) {
-	var packs []scanner.Pack
-	for _, p := range cfg.Scanning.RulePacks {
-		path := resolve(cfg, p)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("scanning.rule_packs: %w", err)
-		}
-		packs = append(packs, scanner.Pack{Name: path, Data: b})
+	packs := make([]string, len(cfg.Scanning.RulePacks))
+	for i, p := range cfg.Scanning.RulePacks {
+		packs[i] = cfg.AbsPath(p)
 	}
-	rs, err := scanner.LoadRules(packs...)
-	if err != nil {
-		return nil, err
-	}
-	dir := cfg.DataPath()
-	var key []byte
-	if _, err := os.Stat(filepath.Join(dir, scanner.KeyFile)); create || err == nil {
-		if key, err = scanner.LoadOrCreateKey(dir); err != nil {
-			return nil, err
-		}
-	}
-	return &scanner.Scanner{
-		Rules: rs, Policy: cfg.Scanning.Policy(), Key: key,
+	return scanner.Build(scanner.Options{
+		RulePacks: packs, Policy: cfg.Scanning.Policy(), DataDir: cfg.DataPath(), CreateKey: create,
 		MaxBodyBytes: int64(cfg.Scanning.MaxBodyBytes),
 		DecodeDepth:  cfg.Scanning.DecodeDepth,
 		Timeout:      time.Duration(cfg.Scanning.Timeout),
-		Canaries:     &scanner.CanaryStore{Dir: dir, Key: key},
-	}, nil
+	})
 }
 
 // scanConfig loads the config for the offline commands; without a file or
@@ -61,7 +42,7 @@ func scanConfig(path, dataDir string) (*config.Config, error) {
 	if path == "" && dataDir == "" {
 		return config.Default(), nil
 	}
-	return loadConfig(path, dataDir)
+	return config.Open(path, dataDir)
 }
 
 // scanReport is one finding as `sluice scan --json` prints it.

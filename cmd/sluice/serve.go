@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,9 +18,11 @@ import (
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Server is a running gateway wired from a config: Open binds the
@@ -41,9 +42,11 @@ type Server struct {
 	proxyLn net.Listener
 	events  *incidentSink
 	ops     ops // the incident store, metrics and admin listener (admin.go)
-	// policy is the gateway's swappable Policy; reload swaps it (nil without a file).
-	policy *policyHolder
+	// policy is the gateway's swappable Policy; reload swaps it, when watch
+	// (nil without a file) calls it.
+	policy *rules.Holder
 	reload *reloader
+	watch  *reload.Watcher
 	runs   *runs.Service // runs, access decisions and grants (runs.go)
 	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
@@ -52,17 +55,20 @@ type Server struct {
 	// roots are the upstream roots in use. staged is what loadPolicy built for
 	// the reload under way (reload.go).
 	dialer  *dialerHolder
-	scanner *scannerHolder
+	scanner *scanner.Holder
 	roots   *x509.CertPool
 	staged  *stagedReload
-	review  review // the review loop (review.go)
+	// sandbox is the resolver and the transparent listeners (dns.go).
+	sandbox sandboxNet
+	repl    *replication // agreement with replicas sharing the store (stores.go); nil on SQLite
+	review  review       // the review loop (review.go)
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
 // listener. Nothing is served before all of it succeeded (fail closed).
 func (s *Server) Open() error {
 	cfg := s.Config
-	engine, err := compile(cfg)
+	engine, err := cfg.Compile()
 	if err != nil {
 		return err
 	}
@@ -71,7 +77,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.cas.Logger = s.Logger
-	roots, err := upstreamRoots(cfg)
+	roots, err := cfg.UpstreamRoots()
 	if err != nil {
 		return err
 	}
@@ -81,12 +87,13 @@ func (s *Server) Open() error {
 	defer func() {
 		if s.proxyLn == nil { // Open failed after the store opened
 			s.closeOps(context.Background())
+			s.sandbox.close()
 		}
 	}()
 	if err := s.openAlerts(); err != nil {
 		return err
 	}
-	s.policy = newPolicyHolder(engine)
+	s.policy = rules.NewHolder(engine)
 	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
 	s.roots = roots
 	s.gw = &gateway.Gateway{
@@ -99,6 +106,9 @@ func (s *Server) Open() error {
 		// Bodies are held in memory while scanned: bound them all together.
 		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
 		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
+		// A body declared over the limit is refused at once unless the
+		// policy forwards oversize bodies.
+		ForwardOversize: cfg.Scanning.OnOversize == config.OnOversizeForward,
 		// A WebSocket message is scanned whole, as a body is.
 		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
 		Logger:              s.Logger,
@@ -110,7 +120,7 @@ func (s *Server) Open() error {
 	if err != nil {
 		return err
 	}
-	s.scanner = newScannerHolder(sc)
+	s.scanner = scanner.NewHolder(sc)
 	s.gw.Scanner = s.scanner
 	if err := s.openCredentials(sc); err != nil {
 		return err
@@ -124,7 +134,12 @@ func (s *Server) Open() error {
 	}
 	if cfg.Path != "" {
 		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyReload, Logger: s.Logger}
-		s.reload.start(cfg)
+		s.reload.current.Store(cfg)
+		s.watch = &reload.Watcher{Path: cfg.Path, Reload: s.reload.Reload}
+		s.watch.Start()
+	}
+	if err := s.openSandbox(); err != nil {
+		return err
 	}
 	if err := s.openRuns(); err != nil {
 		return err
@@ -133,6 +148,7 @@ func (s *Server) Open() error {
 	if err := s.openAdmin(); err != nil {
 		return err
 	}
+	s.openReplication()
 	s.proxyLn, err = net.Listen("tcp", cfg.Listen.Proxy)
 	if err != nil {
 		return fmt.Errorf("proxy listener: %w (change listen.proxy or --proxy)", err)
@@ -156,16 +172,19 @@ func (s *Server) Run(ctx context.Context) error {
 	s.announce()
 	errc := make(chan error, 1)
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
+	s.serveSandbox(ctx)
 	s.serveOps(ctx)
 	defer s.closeOps(context.Background())
-	if s.reload != nil {
+	if s.watch != nil {
 		rctx, stopReload := context.WithCancel(ctx)
 		defer stopReload()
-		go s.reload.Run(rctx)
+		go s.watch.Run(rctx)
 	}
 	if s.runs != nil {
 		go s.runs.Run(ctx)
 	}
+	go s.cas.RunRenewal(ctx, 0) // intermediates from step-ca, if any
+	s.runReplication(ctx)
 	select {
 	case err := <-errc:
 		return err
@@ -179,6 +198,7 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	s.ops.draining.Store(true) // /readyz fails from now on
+	s.shutdownSandbox(sctx)
 	err := s.gw.Shutdown(sctx)
 	<-errc
 	s.closeReview(context.Background())
@@ -202,6 +222,7 @@ func (s *Server) announce() {
 	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
+	s.announceSandbox(w)
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")
@@ -220,25 +241,6 @@ func (s *Server) announce() {
 	}
 }
 
-// upstreamRoots is the system pool plus upstream.extra_roots.
-func upstreamRoots(cfg *config.Config) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	for _, p := range cfg.Upstream.ExtraRoots {
-		path := resolve(cfg, p)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("upstream.extra_roots: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("upstream.extra_roots: %s holds no PEM certificate", path)
-		}
-	}
-	return pool, nil
-}
-
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	cfgPath := fs.String("config", "", "config file (default: the embedded default)")
@@ -255,7 +257,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: --log-level: %v", errUsage, err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg, err := loadConfig(*cfgPath, *dataDir)
+	cfg, err := config.Open(*cfgPath, *dataDir)
 	if err != nil {
 		return err
 	}

@@ -46,27 +46,6 @@ func (h *dialerHolder) setUpstream(hosts map[string]netip.Addr, extraDeny []neti
 	h.cur.Store(&d)
 }
 
-// scannerHolder is the gateway's Scanner: the current scanner, swapped
-// atomically when a reload changes the scanning keys or rule packs. A request
-// is scanned whole by the scanner it started with.
-type scannerHolder struct {
-	cur atomic.Pointer[scanner.Scanner]
-}
+var _ gateway.Scanner = (*scanner.Holder)(nil)
 
-var _ gateway.Scanner = (*scannerHolder)(nil)
-
-func newScannerHolder(sc *scanner.Scanner) *scannerHolder {
-	h := &scannerHolder{}
-	h.cur.Store(sc)
-	return h
-}
-
-func (h *scannerHolder) Scan(ctx context.Context, req *scanner.Request) (*scanner.Result, error) {
-	return h.cur.Load().Scan(ctx, req)
-}
-
-// Current returns the scanner in use (a reload keeps its key, canaries and
-// phantoms).
-func (h *scannerHolder) Current() *scanner.Scanner { return h.cur.Load() }
-
-func (h *scannerHolder) swap(sc *scanner.Scanner) { h.cur.Store(sc) }
+var _ gateway.HostScanner = (*scanner.Holder)(nil)

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
@@ -28,22 +25,13 @@ func runUserHash(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 		return fmt.Errorf("user hash: read the password from stdin: %w", err)
 	}
 	password := strings.TrimRight(line, "\r\n")
-	switch {
-	case password == "":
+	if password == "" {
 		return errors.New("user hash: no password on stdin (pipe it in: printf '%s\\n' \"$PW\" | sluice user hash)")
-	case len(password) < 8:
-		return errors.New("user hash: the password is shorter than 8 characters")
-	case *useBcrypt && len(password) > 72:
-		return errors.New("user hash: bcrypt reads at most 72 bytes of a password; use argon2id (without --bcrypt)")
 	}
-	var h string
-	if *useBcrypt {
-		b, err := bcrypt.GenerateFromPassword([]byte(password), 12)
-		if err != nil {
-			return fmt.Errorf("user hash: %w", err)
-		}
-		h = string(b)
-	} else if h, err = dashboard.HashPassword(password); err != nil {
+	h, err := dashboard.NewPasswordHash(password, *useBcrypt)
+	if errors.Is(err, dashboard.ErrBcryptTooLong) {
+		return fmt.Errorf("user hash: %w (without --bcrypt)", err)
+	} else if err != nil {
 		return fmt.Errorf("user hash: %w", err)
 	}
 	fmt.Fprintln(stdout, h)
@@ -57,20 +45,10 @@ func dashboardUsers(cfg *config.Config, getenv func(string) string) ([]dashboard
 	var out []dashboard.User
 	for i := range cfg.Dashboard.Users {
 		u := &cfg.Dashboard.Users[i]
-		var h string
-		if p := cfg.DashboardHashPath(u); p != "" {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("dashboard user %s: password hash: %w", u.Name, err)
-			}
-			h = string(b)
-		} else {
-			h = getenv(u.PasswordHashEnv)
-			if h == "" {
-				return nil, fmt.Errorf("dashboard user %s: environment variable %s is empty", u.Name, u.PasswordHashEnv)
-			}
+		h, err := cfg.DashboardHash(u, getenv)
+		if err != nil {
+			return nil, err
 		}
-		h = strings.TrimSpace(h)
 		if err := dashboard.CheckHash(h); err != nil {
 			return nil, fmt.Errorf("dashboard user %s: the password hash is neither bcrypt nor argon2id "+
 				"(make one with `sluice user hash`)", u.Name)

@@ -75,13 +75,15 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "sluice bench: direct vs. through the gateway without and with the secret scanner, same process, same run\n")
 	fmt.Fprintf(out, "go: %s %s/%s   GOMAXPROCS: %d   CPU: %s (%d logical)   build tags: %s\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cpuModel(), runtime.NumCPU(), buildTags())
-	fmt.Fprintf(out, "benchtime %s, median of %d, paths interleaved; client: HTTP/1.1, TLS 1.3, one connection, sequential\n\n",
+	fmt.Fprintf(out, "benchtime %s, median of %d, paths interleaved; client: HTTP/1.1, TLS 1.3, one connection, sequential\n"+
+		"(except h1-16conns and h2-16streams: 16 requests at once per op)\n\n",
 		*benchtime, *count)
 
 	start := time.Now()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "case\tdirect ns/op\tgateway ns/op\tgateway+scan ns/op\tgateway/direct\tgateway+scan/direct\t"+
 		"direct\tgateway\tgateway+scan\tdirect allocs/op\tgateway allocs/op\tgateway+scan allocs/op\t")
+	medians := map[string]map[bench.Via]testing.BenchmarkResult{} // by case name
 	for _, c := range cases {
 		vias := []bench.Via{bench.Direct, bench.Gateway}
 		if c.Scan {
@@ -98,6 +100,7 @@ func run(args []string, out io.Writer) error {
 			}
 		}
 		d, g := median(results[bench.Direct]), median(results[bench.Gateway])
+		medians[c.Name] = map[bench.Via]testing.BenchmarkResult{bench.Direct: d, bench.Gateway: g}
 		ns, ratio, rt, allocs := "-", "-", "-", "-"
 		if rs := results[bench.GatewayScan]; len(rs) > 0 {
 			s := median(rs)
@@ -105,12 +108,18 @@ func run(args []string, out io.Writer) error {
 			ratio = fmt.Sprintf("%.2fx", float64(s.NsPerOp())/float64(d.NsPerOp()))
 			rt = rate(c, s)
 			allocs = strconv.FormatInt(s.AllocsPerOp(), 10)
+			medians[c.Name][bench.GatewayScan] = s
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2fx\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", c.Name,
 			d.NsPerOp(), g.NsPerOp(), ns, float64(g.NsPerOp())/float64(d.NsPerOp()), ratio,
 			rate(c, d), rate(c, g), rt, d.AllocsPerOp(), g.AllocsPerOp(), allocs)
 	}
 	tw.Flush()
+	if h1, h2 := medians["h1-16conns"], medians["h2-16streams"]; h1 != nil && h2 != nil {
+		r := func(v bench.Via) float64 { return float64(h2[v].NsPerOp()) / float64(h1[v].NsPerOp()) }
+		fmt.Fprintf(out, "\nh2-16streams/h1-16conns, ns/op in this run (below 1: one HTTP/2 connection is faster): "+
+			"direct %.2fx, gateway %.2fx, gateway+scan %.2fx\n", r(bench.Direct), r(bench.Gateway), r(bench.GatewayScan))
+	}
 
 	fmt.Fprintf(out, "\ngateway/direct and gateway+scan/direct are ratios of ns/op (above 1: slower than direct);\n"+
 		"gateway has no scanner, gateway+scan scans every request as `sluice serve` does (- : not measured).\n"+
@@ -149,7 +158,7 @@ func rate(c bench.Case, r testing.BenchmarkResult) string {
 	if c.Bytes > 0 {
 		return fmt.Sprintf("%.1f MB/s", float64(c.Bytes)*1e3/ns)
 	}
-	return fmt.Sprintf("%.0f req/s", 1e9/ns)
+	return fmt.Sprintf("%.0f req/s", float64(max(c.Requests, 1))*1e9/ns)
 }
 
 // median returns the result with the median ns/op (the lower middle one for an even count).

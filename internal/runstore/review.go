@@ -9,11 +9,6 @@ import (
 
 var _ runs.ReviewStore = Store{}
 
-func (a Store) CreateAccessRequest(ctx context.Context, x runs.AccessRequest) (runs.AccessRequest, error) {
-	out, err := a.S.CreateAccessRequest(ctx, store.AccessRequest(x))
-	return runs.AccessRequest(out), err
-}
-
 func (a Store) GetAccessRequest(ctx context.Context, id string) (runs.AccessRequest, error) {
 	out, err := a.S.GetAccessRequest(ctx, id)
 	return runs.AccessRequest(out), err

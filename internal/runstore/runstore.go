@@ -38,6 +38,16 @@ func (a Store) ActiveRuns(ctx context.Context) ([]runs.Run, error) {
 	return convert(rs, func(r store.Run) runs.Run { return runs.Run(r) }), err
 }
 
+func (a Store) GetRun(ctx context.Context, id string) (runs.Run, error) {
+	out, err := a.S.GetRun(ctx, id)
+	return runs.Run(out), err
+}
+
+func (a Store) RunByTokenHash(ctx context.Context, hash string) (runs.Run, error) {
+	out, err := a.S.RunByTokenHash(ctx, hash)
+	return runs.Run(out), err
+}
+
 func (a Store) AppendAudit(ctx context.Context, e runs.AuditEntry) (int64, error) {
 	return a.S.AppendAudit(ctx, store.AuditEntry(e))
 }
@@ -49,6 +59,11 @@ func (a Store) ExpireAccessRequests(ctx context.Context, now time.Time) (int64, 
 func (a Store) ActiveGrants(ctx context.Context, now time.Time) ([]runs.AccessRequest, error) {
 	xs, err := a.S.ActiveGrants(ctx, now)
 	return convert(xs, func(x store.AccessRequest) runs.AccessRequest { return runs.AccessRequest(x) }), err
+}
+
+func (a Store) CreateAccessRequest(ctx context.Context, x runs.AccessRequest) (runs.AccessRequest, error) {
+	out, err := a.S.CreateAccessRequest(ctx, store.AccessRequest(x))
+	return runs.AccessRequest(out), err
 }
 
 func (a Store) DecideAccessRequest(ctx context.Context, id string, d runs.AccessDecision) (runs.AccessRequest, error) {

@@ -87,7 +87,10 @@ CREATE TABLE access_requests (
 CREATE INDEX access_requests_tenant ON access_requests (tenant, created_at, id);
 CREATE INDEX access_requests_state  ON access_requests (state, expires_at);
 
--- The audit log is append-only: the triggers refuse any change to a row.
+-- The audit log is append-only: the triggers refuse any change to a row
+-- (and, in PostgreSQL, emptying the table). Every migration is written once
+-- for both engines: INTEGER becomes BIGINT in PostgreSQL, and "-- only" blocks
+-- hold what the engines spell differently.
 CREATE TABLE audit_log (
 	id     INTEGER PRIMARY KEY AUTOINCREMENT,
 	at     INTEGER NOT NULL,
@@ -98,6 +101,7 @@ CREATE TABLE audit_log (
 	detail TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX audit_log_tenant ON audit_log (tenant, id);
+-- only sqlite
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
 BEGIN
 	SELECT RAISE(ABORT, 'audit_log is append-only');
@@ -106,3 +110,15 @@ CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 BEGIN
 	SELECT RAISE(ABORT, 'audit_log is append-only');
 END;
+-- end
+-- only postgres
+CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'audit_log is append-only';
+END;
+$$;
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE OR DELETE ON audit_log
+	FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+	FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+-- end

@@ -370,7 +370,7 @@ func serve(gw *gateway.Gateway) (string, error) {
 	return l.Addr().String(), nil
 }
 
-// newScanner builds the scanner as cmd/sluice's newScanner does for cfg: the shipped rule
+// newScanner builds the scanner with scanner.Build, as cmd/sluice does for cfg: the shipped rule
 // packs compiled once, the scanning policy, a fingerprint key created in the data
 // directory and the canaries kept there. It refuses scanning keys that it does not
 // reproduce (rule packs, actions, bindings, per-tenant overrides): the bench policy sets none.
@@ -379,28 +379,22 @@ func newScanner(cfg *config.Config) (*scanner.Scanner, error) {
 	if len(s.RulePacks) > 0 || len(s.Actions) > 0 || len(s.Bindings) > 0 || len(s.Tenants) > 0 {
 		return nil, errors.New("bench: the bench policy must not set scanning rule packs, actions, bindings or tenants")
 	}
-	rs, err := scanner.LoadRules()
-	if err != nil {
-		return nil, fmt.Errorf("bench: scanner rules: %w", err)
-	}
-	dir := cfg.DataPath()
-	key, err := scanner.LoadOrCreateKey(dir)
-	if err != nil {
-		return nil, fmt.Errorf("bench: scanner key: %w", err)
-	}
-	return &scanner.Scanner{
-		Rules: rs,
+	sc, err := scanner.Build(scanner.Options{
 		Policy: scanner.Policy{
 			Actions:           map[string]scanner.Action{},
 			NoDefaultBindings: s.NoDefaultBindings,
 			ForwardOversize:   s.OnOversize == config.OnOversizeForward,
 		},
-		Key:          key,
+		DataDir:      cfg.DataPath(),
+		CreateKey:    true,
 		MaxBodyBytes: int64(s.MaxBodyBytes),
 		DecodeDepth:  s.DecodeDepth,
 		Timeout:      time.Duration(s.Timeout),
-		Canaries:     &scanner.CanaryStore{Dir: dir, Key: key},
-	}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: scanner: %w", err)
+	}
+	return sc, nil
 }
 
 func withoutLoopback(ps []netip.Prefix) []netip.Prefix {
@@ -429,14 +423,17 @@ func inDomain(host string) bool { return host == Domain || strings.HasSuffix(hos
 // Client returns an HTTP/1.1 client that reaches the upstream via v. With keepAlive false
 // every request opens a new connection and a full TLS handshake (no session resumption:
 // the client keeps no session cache); through the gateway that is a new CONNECT as well.
-func (e *Env) Client(v Via, keepAlive bool) *http.Client {
+func (e *Env) Client(v Via, keepAlive bool) *http.Client { return e.client(v, keepAlive, false) }
+
+// client is Client, speaking HTTP/2 when h2 is set (the gateway offers it inside its
+// tunnels, as the upstream does), HTTP/1.1 with up to 16 idle connections otherwise.
+func (e *Env) client(v Via, keepAlive, h2 bool) *http.Client {
 	tr := &http.Transport{
 		DisableKeepAlives:   !keepAlive,
-		MaxIdleConnsPerHost: 4,
+		MaxIdleConnsPerHost: 16,
 		TLSHandshakeTimeout: 10 * time.Second,
-		// Same client on both paths: HTTP/1.1 (the gateway serves HTTP/1.1 inside its
-		// tunnels), TLS defaults otherwise.
-		ForceAttemptHTTP2: false,
+		// Same client on every path, TLS defaults otherwise.
+		ForceAttemptHTTP2: h2,
 	}
 	switch v {
 	case Gateway, GatewayScan:

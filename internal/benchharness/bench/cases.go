@@ -23,6 +23,8 @@ type Case struct {
 	Desc string
 	// Bytes is the body size one operation moves; zero for the request-rate cases.
 	Bytes int64
+	// Requests is how many requests one operation makes; zero: one.
+	Requests int
 	// Scan: the case is measured via GatewayScan too; false: via Direct and Gateway only.
 	Scan bool
 	// Run measures the case via v, one request per b.Loop iteration. Setup (client,
@@ -56,6 +58,22 @@ func Cases() []Case {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
 				loop(b, e, func() error { return download(c, e.URL(Domain, pathDownload)) })
+			},
+		},
+		{
+			Name: "h1-16conns", Desc: "16 small GETs at once on 16 kept-alive HTTP/1.1 connections", Scan: true, Requests: 16,
+			Run: func(b *testing.B, e *Env, v Via) {
+				c := e.client(v, true, false)
+				defer c.CloseIdleConnections()
+				loop(b, e, func() error { return parallel(16, func() error { return getProto(c, e.URL(Domain, pathSmall), 1) }) })
+			},
+		},
+		{
+			Name: "h2-16streams", Desc: "16 small GETs at once as 16 streams on one HTTP/2 connection", Scan: true, Requests: 16,
+			Run: func(b *testing.B, e *Env, v Via) {
+				c := e.client(v, true, true)
+				defer c.CloseIdleConnections()
+				loop(b, e, func() error { return parallel(16, func() error { return getProto(c, e.URL(Domain, pathSmall), 2) }) })
 			},
 		},
 		{
@@ -109,6 +127,34 @@ func getSmall(c *http.Client, url string) error {
 		return err
 	}
 	return drain(resp, int64(len(smallBody)))
+}
+
+// getProto is getSmall, checking that the answer came over HTTP/major.
+func getProto(c *http.Client, url string, major int) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	if resp.ProtoMajor != major {
+		resp.Body.Close()
+		return fmt.Errorf("GET %s: answered over %s, want HTTP/%d", url, resp.Proto, major)
+	}
+	return drain(resp, int64(len(smallBody)))
+}
+
+// parallel runs op n times at once and returns the first error.
+func parallel(n int, op func() error) error {
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- op() }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func upload(c *http.Client, url string, body []byte) error {

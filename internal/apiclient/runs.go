@@ -1,0 +1,40 @@
+package apiclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// RunCreated is the part of POST /api/runs' answer the CLI uses.
+type RunCreated struct {
+	ID       string    `json:"id"`
+	Tenant   string    `json:"tenant"`
+	Class    string    `json:"class"`
+	Expires  time.Time `json:"expires"`
+	Token    string    `json:"token"`
+	ProxyURL string    `json:"proxy_url"`
+	CAPEM    string    `json:"ca_pem"`
+	Env      []string  `json:"env"`
+}
+
+// CreateRun posts req to /api/runs and returns the answer, decoded and whole.
+func (c *Client) CreateRun(ctx context.Context, req any) (RunCreated, json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := c.Do(ctx, http.MethodPost, "/api/runs", req, &raw); err != nil {
+		return RunCreated{}, nil, err
+	}
+	var rc RunCreated
+	if err := json.Unmarshal(raw, &rc); err != nil {
+		return RunCreated{}, nil, fmt.Errorf("admin API: bad answer: %w", err)
+	}
+	return rc, raw, nil
+}
+
+// EndRun ends the run id.
+func (c *Client) EndRun(ctx context.Context, id string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/runs/"+url.PathEscape(id), nil, nil)
+}

@@ -1,0 +1,136 @@
+package scanner
+
+import "strings"
+
+// Kinds and rule ids of Sluice's own detectors. Every rule id is its own
+// entry in Policy.Actions (scanning.actions); KindInjection also names the
+// whole prompt-injection family there.
+const (
+	// KindInjection is prompt-injection text in an outbound agent-to-agent
+	// message: recorded (alert) by default, not refused.
+	KindInjection = "injection"
+	// KindExfilHost is data carried in the labels of the destination host.
+	KindExfilHost = "exfil-hostname"
+
+	RulePaymentCard      = "payment-card"                // Luhn-valid number with an issuer's prefix and length
+	RuleIBAN             = "iban"                        // country length and mod-97 check
+	RuleWIF              = "crypto-wif-private-key"      // base58check WIF private key
+	RuleXPRV             = "crypto-extended-private-key" // BIP-32 xprv/tprv (and y/z/u/v variants)
+	RuleMnemonic         = "crypto-mnemonic"             // BIP-39 English phrase with a valid checksum
+	RuleHexPrivateKey    = "crypto-hex-private-key"      // 64 hex digits beside a private-key word
+	RuleCryptoAddress    = "crypto-address"              // BTC base58check/bech32 or Ethereum address
+	RuleEnvSecret        = "env-secret"                  // NAME=value where the name says secret
+	RuleConnectionString = "connection-string-password"  // scheme://user:password@host
+	RuleKeyShape         = "api-key-shape"               // a provider prefix (ghp_, sk-, SG.) gitleaks' exact lengths miss
+	RuleJWT              = "jwt"                         // gitleaks' id: a JWT with a short or missing signature
+	RuleURLEntropyPath   = "url-entropy-path"            // random-looking segment in the request path
+	RuleMultiEncoded     = "encoding-evasion"            // three or more layers of percent-encoding, delimited hex text
+	RuleExfilHost        = "exfil-hostname"              // data in wildcard-matched host labels
+
+	RuleInjectionOverride  = "prompt-injection-override"  // "ignore all previous instructions"
+	RuleInjectionRole      = "prompt-injection-role"      // chat-template role markers, "you are now"
+	RuleInjectionJailbreak = "prompt-injection-jailbreak" // DAN, developer mode
+)
+
+// detectorDefaults are the default actions of the own detectors whose
+// default is not Block (the kind default).
+var detectorDefaults = map[string]Action{
+	RuleURLEntropyPath:     Alert,
+	RuleInjectionOverride:  Alert,
+	RuleInjectionRole:      Alert,
+	RuleInjectionJailbreak: Alert,
+}
+
+// detector is one of Sluice's own detectors: fn reads one decoded text and
+// emits what it finds (Kind, Rule, secret and Snippet set; where and
+// decoding are filled in from the text's origin). applies, when set, limits
+// it to some texts.
+type detector struct {
+	name    string
+	needs   uint32 // features (prefilter.go) of which a text must hold one; 0: any text
+	applies func(g *segment) bool
+	fn      func(text string, emit func(Finding))
+}
+
+// detectors run over every segment, after the rule engine.
+var detectors = []detector{
+	{name: "cards", needs: fCardDigits, fn: detectCards},
+	{name: "iban", needs: fIBAN, fn: detectIBAN},
+	{name: "crypto", needs: fBase58 | fEth | fBech32 | fKeyWord, fn: detectCrypto},
+	{name: "mnemonic", needs: fWords, fn: detectMnemonic},
+	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
+	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
+	{name: "jwt", needs: fJWT, fn: detectJWT},
+	{name: "path-entropy", applies: func(g *segment) bool { return g.where == "url" && g.depth == 0 }, fn: detectPathEntropy},
+	{name: "evasion", needs: fPercent | fDelimHex, applies: func(g *segment) bool { return g.depth == 0 }, fn: detectEvasion},
+	{name: "injection", applies: agentMessage, fn: detectInjection},
+}
+
+// detect runs the own detectors over the segments. A secret that a finding
+// of the rule engine already holds in the same place is left to that
+// finding: its rule is the more specific one (and may be bound).
+func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
+	byWhere := map[string][]string{} // the rule engine's secrets by place
+	for _, o := range found {
+		if o.secret != "" && o.Rule != genericRule {
+			byWhere[o.Where] = append(byWhere[o.Where], string(o.secret))
+		}
+	}
+	var out []Finding
+	seen := map[string]bool{}
+	for _, g := range segs {
+		feats := features(g.text)
+		for _, d := range detectors {
+			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
+				continue
+			}
+			d.fn(g.text, func(f Finding) {
+				f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
+				if covered(string(f.secret), byWhere[f.Where]) {
+					return
+				}
+				key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
+				if seen[key] {
+					return
+				}
+				seen[key] = true
+				out = append(out, f)
+			})
+		}
+	}
+	return out
+}
+
+// genericRule is gitleaks' catch-all keyword rule: it alerts by default,
+// so it does not stand in for a specific detector's finding.
+const genericRule = "generic-api-key"
+
+// covered reports whether one of the secrets holds secret or is held by it.
+func covered(secret string, secrets []string) bool {
+	if secret == "" {
+		return false
+	}
+	for _, o := range secrets {
+		if strings.Contains(o, secret) || strings.Contains(secret, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretFinding is a KindSecret finding of rule for value within text.
+func secretFinding(rule, text, value string) Finding {
+	return Finding{Kind: KindSecret, Rule: rule, secret: secretText(value),
+		Snippet: strings.TrimSpace(snippet(text, value))}
+}
+
+// secretAt is a KindSecret finding of rule for text[start:end], its
+// snippet cut from around it without searching the text again.
+func secretAt(rule, text string, start, end int) Finding {
+	a, b := max(0, start-snippetContext), min(len(text), end+snippetContext)
+	return secretFinding(rule, text[a:b], text[start:end])
+}
+
+// snippetContext is how much text around a secret a snippet shows, as
+// snippet does.
+const snippetContext = 24

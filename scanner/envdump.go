@@ -1,0 +1,246 @@
+package scanner
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// connRE is a URL with a password in its user info (postgres://u:p@h).
+var connRE = regexp.MustCompile(`\b([a-zA-Z][a-zA-Z0-9+.\-]{1,20})://([^\s:/@"'<>]{1,64}):([^\s@/"'<>]{1,128})@[^\s/"'<>?#:]+`)
+
+// secretWords make a name say secret wherever they stand in it.
+var secretWords = map[string]bool{
+	"secret": true, "secrets": true, "token": true, "password": true, "passwd": true, "passphrase": true,
+	"pwd": true, "credential": true, "credentials": true, "apikey": true, "privatekey": true, "secretkey": true,
+	"accesskey": true, "pat": true, "auth": true,
+}
+
+// keyQualifiers make a following "key" (or "token") a credential in a
+// lower-case name: "api_key" is one, "sort_key" is not.
+var keyQualifiers = map[string]bool{
+	"api": true, "access": true, "secret": true, "private": true, "signing": true, "master": true,
+	"encryption": true, "client": true, "app": true, "auth": true, "account": true, "service": true,
+	"refresh": true, "bearer": true, "session": true, "stripe": true, "openai": true, "github": true,
+	"slack": true, "aws": true, "license": true, "webhook": true, "deploy": true, "admin": true, "root": true,
+}
+
+// notSecretParts make a name not a secret's: a secret's metadata
+// (TOKEN_TTL, PASSWORD_FILE) or a token that is no credential (page tokens,
+// CSRF tokens that go to their own site).
+var notSecretParts = map[string]bool{
+	"id": true, "type": true, "name": true, "path": true, "file": true, "dir": true, "url": true, "uri": true,
+	"endpoint": true, "length": true, "len": true, "size": true, "count": true, "expiry": true, "expires": true,
+	"ttl": true, "timeout": true, "header": true, "hash": true, "algorithm": true, "alg": true, "format": true,
+	"kind": true, "mode": true, "policy": true, "field": true, "prefix": true, "hint": true, "env": true,
+	"page": true, "next": true, "continuation": true, "cursor": true, "sync": true, "csrf": true, "xsrf": true,
+	"nonce": true, "max": true, "min": true, "limit": true, "tokens": true, "required": true, "enabled": true,
+	"reset": true, "confirm": true, "confirmation": true, "strength": true, "min_length": true, "rotation": true,
+	"version": true, "region": true, "user": true, "username": true, "host": true, "port": true, "location": true,
+	"public": true, "pub": true, "publishable": true, "site": true,
+}
+
+// detectEnv reports environment and config dumps: assignments whose name
+// says secret (NAME=value, name: value) and connection strings with a
+// password. Placeholders and references are not secrets.
+func detectEnv(text string, emit func(Finding)) {
+	for line := range strings.SplitSeq(text, "\n") {
+		name, v, ok := assignment(line)
+		if !ok || !secretName(name) {
+			continue
+		}
+		if v = trimValue(v); secretValue(v) {
+			emit(secretFinding(RuleEnvSecret, line, v))
+		}
+	}
+	if strings.Contains(text, "://") && strings.Contains(text, "@") {
+		for _, m := range connRE.FindAllStringSubmatchIndex(text, -1) {
+			pass := text[m[6]:m[7]]
+			if placeholder(pass) || len(pass) < 3 {
+				continue
+			}
+			emit(secretAt(RuleConnectionString, text, m[0], m[1]))
+		}
+	}
+}
+
+// assignment splits one line of the forms NAME=value, export NAME=value,
+// name: value and "name": value (optionally indented).
+func assignment(line string) (name, value string, ok bool) {
+	s := strings.TrimLeft(line, " \t")
+	s = strings.TrimPrefix(s, "export ")
+	i := strings.IndexAny(s, "=:")
+	if i <= 0 || i > 84 {
+		return "", "", false
+	}
+	name = strings.TrimRight(s[:i], " \t")
+	name = strings.Trim(name, `"'`)
+	if name == "" || !(name[0] == '_' || name[0] >= 'A' && name[0] <= 'Z' || name[0] >= 'a' && name[0] <= 'z') {
+		return "", "", false
+	}
+	for j := 1; j < len(name); j++ {
+		c := name[j]
+		if !(c == '_' || c == '.' || c == '-' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return "", "", false
+		}
+	}
+	return name, strings.TrimRight(s[i+1:], " \t\r"), true
+}
+
+// trimValue strips quotes and a trailing comma from an assigned value.
+func trimValue(v string) string {
+	v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), ","))
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		v = v[1 : len(v)-1]
+	}
+	return v
+}
+
+// nameParts splits a name at _ . - and case changes, lower-cased.
+func nameParts(name string) []string {
+	var parts []string
+	var cur []rune
+	prevLower := false
+	for _, r := range name {
+		switch {
+		case r == '_' || r == '.' || r == '-':
+			if len(cur) > 0 {
+				parts = append(parts, string(cur))
+			}
+			cur, prevLower = nil, false
+			continue
+		case unicode.IsUpper(r) && prevLower:
+			parts = append(parts, string(cur))
+			cur = nil
+		}
+		cur = append(cur, unicode.ToLower(r))
+		prevLower = unicode.IsLower(r) || unicode.IsDigit(r)
+	}
+	if len(cur) > 0 {
+		parts = append(parts, string(cur))
+	}
+	return parts
+}
+
+// secretName reports whether a variable or key name says that its value is a
+// secret. Upper-case environment names (DB_PASSWORD, STRIPE_KEY) may carry
+// the word anywhere; other names must end in it (password, apiKey,
+// client_secret), since "key" and "token" mean many things in data.
+func secretName(name string) bool {
+	if !mentionsSecret(name) {
+		return false
+	}
+	parts := nameParts(name)
+	if len(parts) == 0 {
+		return false
+	}
+	for _, p := range parts {
+		if notSecretParts[p] {
+			return false
+		}
+	}
+	env := strings.ToUpper(name) == name && strings.ContainsAny(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+	last := parts[len(parts)-1]
+	if env {
+		for i, p := range parts {
+			if secretWords[p] || p == "key" || p == "pass" && i == len(parts)-1 {
+				return true
+			}
+		}
+		return false
+	}
+	prev := ""
+	if len(parts) > 1 {
+		prev = parts[len(parts)-2]
+	}
+	switch last {
+	case "password", "passwd", "passphrase", "pwd", "secret", "apikey", "privatekey", "secretkey", "accesskey", "credentials", "credential":
+		return true
+	case "key", "token":
+		return keyQualifiers[prev]
+	}
+	return false
+}
+
+// mentionsSecret is secretName's cheap first test: the name holds one of
+// the words, in any case.
+func mentionsSecret(name string) bool {
+	var buf [96]byte
+	if len(name) > len(buf) {
+		return false
+	}
+	l := buf[:len(name)]
+	for i := 0; i < len(name); i++ {
+		l[i] = name[i] | 0x20 // ASCII letters to lower case; the rest does not matter here
+	}
+	for _, w := range []string{"secret", "token", "pass", "pwd", "credential", "key", "auth", "pat"} {
+		if bytes.Contains(l, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretValue reports whether an assigned value could be a secret: long
+// enough, one word, neither a placeholder nor a reference, path or flag.
+func secretValue(v string) bool {
+	if len(v) < 6 || len(v) > 4096 || strings.ContainsAny(v, " \t") || placeholder(v) {
+		return false
+	}
+	switch v[0] {
+	case '/', '~', '{', '[', '(', '<', '$', '%', '@', '.':
+		return false
+	}
+	if strings.HasPrefix(v, "file:") || strings.HasPrefix(v, "vault:") || strings.HasPrefix(v, "arn:") {
+		return false
+	}
+	digits := true
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			digits = false
+		}
+	}
+	return !(digits && len(v) < 8)
+}
+
+// placeholderWords are values that stand in for a secret in examples,
+// templates and docs.
+var placeholderWords = map[string]bool{
+	"changeme": true, "change_me": true, "change-me": true, "changeit": true, "example": true, "placeholder": true,
+	"redacted": true, "dummy": true, "sample": true, "test": true, "testing": true, "password": true, "passwd": true,
+	"secret": true, "token": true, "apikey": true, "api_key": true, "none": true, "null": true, "nil": true,
+	"undefined": true, "todo": true, "tbd": true, "fixme": true, "foo": true, "bar": true, "foobar": true,
+	"true": true, "false": true, "pass": true, "yes": true, "no": true, "empty": true, "unset": true,
+	"hunter2": true, "default": true, "required": true, "optional": true, "string": true, "value": true,
+}
+
+// placeholder reports a stand-in value: a known word, a run of x, * or 0, a
+// template reference (${VAR}, {{ var }}, <token>, %(name)s), or a "your_…"
+// prompt.
+func placeholder(v string) bool {
+	l := strings.ToLower(strings.Trim(v, `"'`))
+	if l == "" || placeholderWords[l] {
+		return true
+	}
+	if strings.Trim(l, "x*.0#-_•") == "" {
+		return true
+	}
+	if strings.Contains(l, "xxxxxx") || strings.Contains(l, "******") { // "ghp_xxxxxxxx", "sk-****…"
+		return true
+	}
+	for _, p := range []string{"${", "$(", "{{", "<", "%(", "%s", "[[", "@@"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	if l[0] == '$' && len(l) > 1 && (l[1] == '_' || l[1] >= 'a' && l[1] <= 'z') {
+		return true // $VAR
+	}
+	for _, p := range []string{"your", "my-", "my_", "enter", "insert", "replace", "put-", "put_", "some-", "some_"} {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}

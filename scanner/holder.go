@@ -1,0 +1,36 @@
+package scanner
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Holder is the scanner in force, swapped whole when a reload changes the scanning
+// keys or rule packs. A request is scanned whole by the scanner it started with.
+// Make it with NewHolder: the zero Holder holds no scanner.
+type Holder struct {
+	cur atomic.Pointer[Scanner]
+}
+
+// NewHolder returns a Holder of sc.
+func NewHolder(sc *Scanner) *Holder {
+	h := &Holder{}
+	h.cur.Store(sc)
+	return h
+}
+
+// Scan scans with the current scanner.
+func (h *Holder) Scan(ctx context.Context, req *Request) (*Result, error) {
+	return h.cur.Load().Scan(ctx, req)
+}
+
+// Current returns the scanner in use.
+func (h *Holder) Current() *Scanner { return h.cur.Load() }
+
+// Swap installs sc.
+func (h *Holder) Swap(sc *Scanner) { h.cur.Store(sc) }
+
+// ScanHost checks a host's wildcard-matched labels with the current scanner.
+func (h *Holder) ScanHost(ctx context.Context, tenant, host string, wildcardLabels int) (*Result, error) {
+	return h.cur.Load().ScanHost(ctx, tenant, host, wildcardLabels)
+}

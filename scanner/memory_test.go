@@ -1,0 +1,89 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// layeredBody is a JSON body of about n bytes whose strings are base64 of
+// percent-encoded prose, sent gzip-compressed: three layers to peel.
+func layeredBody(tb testing.TB, n int) (plain, gz []byte) {
+	tb.Helper()
+	chunk := base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(string(chatBody(6 << 10)))))
+	var msgs []map[string]string
+	size := 0
+	for size < n {
+		msgs = append(msgs, map[string]string{"role": "tool", "content": chunk})
+		size += len(chunk) + 32
+	}
+	plain, _ = json.Marshal(map[string]any{"messages": msgs})
+	return plain, compress(tb, "gzip", plain)
+}
+
+// peakHeap runs fn and samples the live heap meanwhile, returning the
+// highest growth over the heap before it.
+func peakHeap(fn func()) uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > base && v-base > peak.Load() {
+				peak.Store(v - base)
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	fn()
+	close(done)
+	return peak.Load()
+}
+
+// TestPeakMemoryLayered bounds the heap a 10 MiB body with three layers
+// needs while scanned: under four times the body.
+func TestPeakMemoryLayered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 MiB body")
+	}
+	s := testScanner(t)
+	s.MaxBodyBytes = 16 << 20
+	s.Timeout = time.Minute
+	plain, gz := layeredBody(t, 10<<20)
+	peak := peakHeap(func() {
+		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}},
+			Body: bytes.NewReader(gz)})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if res.Verdict != Pass {
+			t.Errorf("verdict %v:%s", res.Verdict, dump(res.Findings))
+		}
+	})
+	ratio := float64(peak) / float64(len(plain))
+	t.Logf("body %d bytes (gzip %d), peak heap growth %d bytes = %.2fx the body", len(plain), len(gz), peak, ratio)
+	if ratio >= 4 {
+		t.Errorf("peak heap %.2fx the body, want < 4x", ratio)
+	}
+	_ = strings.NewReader
+}

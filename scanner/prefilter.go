@@ -1,0 +1,167 @@
+package scanner
+
+// Features of a text that the own detectors need, found in one pass, so
+// that a detector whose marks are absent does not read the text at all.
+const (
+	fCardDigits = 1 << iota // 13 digits close together
+	fIBAN                   // two capitals and two digits
+	fBase58                 // a 26-112 character word of base58 digits
+	fKeyShape               // a provider prefix: gh?_ sk- k_live_ SG. glpat- xox?-
+	fJWT                    // eyJ
+	fEth                    // 0x
+	fBech32                 // bc1, tb1
+	fKeyWord                // key, in any case
+	fAssign                 // = or :
+	fPercent                // %2525
+	fDelimHex               // hex bytes split by a delimiter
+	fWords                  // twelve short lower-case words in a row
+)
+
+// Byte classes for features: most bytes of prose are lower-case letters
+// and spaces, which take the short path.
+const (
+	clOther = iota
+	clLower
+	clSpace
+	clDigit
+	clUpper
+	clPunct // a byte some mark starts or ends with
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = clLower
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = clUpper
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = clDigit
+	}
+	t[' '], t['\n'], t['\t'], t['\r'] = clSpace, clSpace, clSpace, clSpace
+	for _, c := range "=:_-.%," {
+		t[c] = clPunct
+	}
+	return t
+}()
+
+// features reports which of the marks above text holds.
+func features(s string) uint32 {
+	var f uint32
+	digits := 0              // digits in a row (spaces and dashes allowed between)
+	word, b58 := 0, true     // letters and digits in a row; all base58 digits
+	lower, words := 0, 0     // lower-case letters in a row; short words in a row
+	endWord := func(i int) { // at a byte that ends a word of letters and digits
+		if b58 && word >= 26 && word <= 112 {
+			f |= fBase58
+		}
+		word, b58 = 0, true
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch byteClass[c] {
+		case clLower:
+			lower++
+			word++
+			if c == 'l' {
+				b58 = false
+			}
+			digits = 0
+			continue
+		case clSpace:
+			if lower >= 3 && lower <= 8 && lower == word {
+				if words++; words >= 12 {
+					f |= fWords
+				}
+			} else if lower > 0 || word > 0 {
+				words = 0
+			}
+			lower = 0
+			endWord(i)
+			if c == ' ' {
+				continue // between digit groups too
+			}
+			digits = 0
+			continue
+		case clDigit:
+			if digits++; digits >= 13 {
+				f |= fCardDigits
+			}
+			word++
+			if c == '0' {
+				b58 = false
+				if i+1 < len(s) && s[i+1]|0x20 == 'x' {
+					f |= fEth
+				}
+			}
+			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
+				f |= fBech32
+			}
+			lower, words = 0, 0
+			if i+7 < len(s) {
+				delimitedHexAt(s, i, &f)
+			}
+			continue
+		case clUpper:
+			word++
+			if c == 'I' || c == 'O' {
+				b58 = false
+			}
+			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
+				f |= fIBAN
+			}
+			lower, words, digits = 0, 0, 0
+			continue
+		case clPunct:
+			switch c {
+			case '=', ':':
+				f |= fAssign
+			case '_':
+				if i >= 3 && s[i-3] == 'g' && s[i-2] == 'h' || i >= 1 && s[i-1] == 'k' {
+					f |= fKeyShape
+				}
+			case '-':
+				if i >= 2 && s[i-2] == 's' && s[i-1] == 'k' || i >= 5 && s[i-5:i] == "glpat" || i >= 4 && s[i-4:i-1] == "xox" {
+					f |= fKeyShape
+				}
+			case '.':
+				if i >= 2 && s[i-2] == 'S' && s[i-1] == 'G' {
+					f |= fKeyShape
+				}
+			case '%':
+				if i+4 < len(s) && s[i+1:i+5] == "2525" {
+					f |= fPercent
+				}
+			}
+		}
+		// Any other byte ends words and digit runs.
+		if c != '-' {
+			digits = 0
+		}
+		lower, words = 0, 0
+		endWord(i)
+	}
+	endWord(len(s))
+	if lower >= 3 && lower <= 8 && lower == word && words >= 11 {
+		f |= fWords
+	}
+	// Marks inside words, rare enough to look for with the library's
+	// vectorised search.
+	if containsAny(s, "eyJ") {
+		f |= fJWT
+	}
+	if containsAny(s, "key", "Key", "KEY") {
+		f |= fKeyWord
+	}
+	return f
+}
+
+// delimitedHexAt sets fDelimHex when three hex bytes split by one
+// delimiter start at s[i] (i+7 < len(s)).
+func delimitedHexAt(s string, i int, f *uint32) {
+	d := s[i+2]
+	if (d == '-' || d == ':' || d == '.' || d == ',' || d == ' ') && s[i+5] == d &&
+		isHexByte[s[i+1]] && isHexByte[s[i+3]] && isHexByte[s[i+4]] && isHexByte[s[i+6]] && isHexByte[s[i+7]] {
+		*f |= fDelimHex
+	}
+}

@@ -1,0 +1,75 @@
+package scanner
+
+import "strings"
+
+// A finding's location (Where) goes to the log and the incident store, so
+// it must never carry a secret: JSON keys, form and query keys, multipart
+// names and header names are chosen by the sender and may be the secret
+// itself ({"ghp_…":"x"}). safeWhere masks every secret found in the same
+// scan and every name that looks like data rather than a name.
+
+// Names that look like data: a run of token bytes this long with letters
+// and digits and this much entropy, or any run of dataRunAlways bytes.
+const (
+	dataRunMin     = 20
+	dataRunAlways  = 40
+	dataRunEntropy = 3.5
+)
+
+func isNameToken(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=' || c == '_' || c == '~' || c == '%'
+}
+
+// safeWhere returns where with secrets and data-like names masked;
+// secrets are lowercased and sorted by length.
+func safeWhere(where string, secrets []string) string {
+	lw := strings.ToLower(where)
+	for _, ls := range secrets {
+		if len(ls) > len(where) {
+			break
+		}
+		if len(ls) < 6 {
+			continue
+		}
+		// Case-insensitively: header names are canonicalised.
+		for i := strings.Index(lw, ls); i >= 0; i = strings.Index(lw, ls) {
+			where = where[:i] + "[REDACTED]" + where[i+len(ls):]
+			lw = lw[:i] + "[redacted]" + lw[i+len(ls):]
+		}
+	}
+	var b strings.Builder
+	for i := 0; i < len(where); {
+		if !isNameToken(where[i]) {
+			b.WriteByte(where[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(where) && isNameToken(where[j]) {
+			j++
+		}
+		if looksLikeData(where[i:j]) {
+			b.WriteString("[REDACTED]")
+		} else {
+			b.WriteString(where[i:j])
+		}
+		i = j
+	}
+	return b.String()
+}
+
+func looksLikeData(run string) bool {
+	if len(run) >= dataRunAlways {
+		return true
+	}
+	if len(run) < dataRunMin {
+		return false
+	}
+	letter, digit := false, false
+	for i := 0; i < len(run); i++ {
+		c := run[i]
+		letter = letter || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+		digit = digit || c >= '0' && c <= '9'
+	}
+	return letter && digit && entropy(run) >= dataRunEntropy
+}
