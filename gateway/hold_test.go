@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +194,32 @@ func TestShadowMode(t *testing.T) {
 	code, body, _ = timedGet(t, globex, w.url("private.example.test", "/"))
 	if code != 403 || !strings.Contains(body, gateway.ReasonAddressNotAllowed) {
 		t.Fatalf("a private address in shadow: %d %s", code, body)
+	}
+}
+
+// Over HTTP/2 a refused stream is held on its own: the other streams of the
+// connection go on meanwhile, and the held one proceeds once approved.
+func TestHoldH2Stream(t *testing.T) {
+	w, e, desk := reviewWorld(t)
+	release := make(chan struct{})
+	desk.AwaitFn = func(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
+		<-release
+		e.SetGrants([]rules.Grant{{ID: "ar-1", Tenant: "acme", Entry: rules.Entry{Host: f.Host, Ports: f.Ports, Methods: f.Methods, Paths: f.Paths}}})
+		return gateway.Filed{ID: "ar-1", State: "approved"}, nil
+	}
+	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+	cc := w.h2Tunnel(t, authority, "api.example.test")
+	held := make(chan string, 1)
+	go func() {
+		code, reason, body, err := h2Get(t, cc, authority, "/v2/items")
+		held <- fmt.Sprint(code, " ", reason, " ", body, " ", err)
+	}()
+	waitFor(t, func() bool { return w.gw.HeldConnections() == 1 })
+	if code, _, body, err := h2Get(t, cc, authority, "/v1/meanwhile"); err != nil || code != 200 {
+		t.Fatalf("a stream beside the held one: %d %q %v", code, body, err)
+	}
+	close(release)
+	if got := <-held; !strings.HasPrefix(got, "200 ") {
+		t.Fatalf("held stream after approval: %s", got)
 	}
 }
