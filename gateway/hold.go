@@ -207,6 +207,7 @@ func (g *Gateway) held(r *http.Request, d rules.Decision, f *refusal, redecide f
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errPolicyChanged), err == nil && x.State == "approved":
 		if nd := redecide(); nd.Action != rules.Deny {
+			g.restartBodyClock(r)
 			g.logger().Info("held request let through", logTenant, f.id.Tenant, "run", f.id.Run, logHost, f.host,
 				"request", x.ID, "waited", waited)
 			return nd, true

@@ -223,3 +223,27 @@ func TestHoldH2Stream(t *testing.T) {
 		t.Fatalf("held stream after approval: %s", got)
 	}
 }
+
+// A held request's body is read after the hold: the hold does not count
+// against its BodyReadTimeout.
+func TestHoldKeepsBodyTime(t *testing.T) {
+	w, e, desk := reviewWorld(t)
+	w.gw.Limits.BodyReadTimeout = 200 * time.Millisecond
+	// Larger than the socket buffers: most of it is still to come after the hold.
+	w.gw.ScanBodyLimit, w.gw.ScanMemory = 64<<20, 0
+	big := strings.Repeat("a", 32<<20)
+	desk.AwaitFn = func(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
+		time.Sleep(400 * time.Millisecond) // longer than the body's time
+		e.SetGrants([]rules.Grant{{ID: "ar-1", Tenant: "acme", Entry: rules.Entry{Host: f.Host, Ports: f.Ports, Methods: f.Methods, Paths: f.Paths}}})
+		return gateway.Filed{ID: "ar-1", State: "approved"}, nil
+	}
+	resp, err := w.acme().Post(w.url("api.example.test", "/v2/items"), "text/plain", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("held POST after approval: %d %s", resp.StatusCode, body)
+	}
+}
