@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluice-egress/sluice/rules"
+)
 
 // Defaults of the review section.
 const (
@@ -51,4 +55,20 @@ func (v *validator) review() {
 	if r.RequestBurst < 0 || r.RequestBurst > MaxRequestBurst {
 		v.fail("review.request_burst", "%d is out of range 0-%d", r.RequestBurst, MaxRequestBurst)
 	}
+}
+
+// ShadowClasses says of every tenant's class ("tenant/class") whether it runs
+// in shadow mode, its own or its tenant's: what a reload that changes it
+// must audit.
+func (c *Config) ShadowClasses() map[string]bool {
+	out := map[string]bool{}
+	for tn, t := range c.Tenants {
+		if t == nil {
+			continue
+		}
+		for cn, cl := range t.Classes {
+			out[tn+"/"+cn] = t.Mode == rules.ModeShadow || cl != nil && cl.Mode == rules.ModeShadow
+		}
+	}
+	return out
 }

@@ -25,6 +25,10 @@ func TestReviewKeys(t *testing.T) {
 				if c.Policy().Tenants["acme"].Mode != rules.ModeShadow {
 					t.Fatal("tenant mode not handed to the policy")
 				}
+				// The tenant's shadow reaches every class, as the engine has it.
+				if sc := c.ShadowClasses(); len(sc) != 1 || !sc["acme/agent"] {
+					t.Fatalf("shadow classes %v", sc)
+				}
 			}},
 		{name: "review section", yaml: "review:\n  refuse_in_tls: true\n  request_burst: 3\n  request_every: 10s\n",
 			check: func(t *testing.T, c *Config) {

@@ -69,24 +69,10 @@ func (s *Server) closeReview(ctx context.Context) {
 	}
 }
 
-// modesOf is whether each tenant's class runs in shadow mode ("tenant/class").
-func modesOf(cfg *config.Config) map[string]bool {
-	out := map[string]bool{}
-	for tn, t := range cfg.Tenants {
-		if t == nil {
-			continue
-		}
-		for cn, cl := range t.Classes {
-			out[tn+"/"+cn] = t.Mode == rules.ModeShadow || cl != nil && cl.Mode == rules.ModeShadow
-		}
-	}
-	return out
-}
-
 // auditModes records in the audit log every class whose mode a reload
 // changed (shadow to enforce above all: from then on refusals refuse).
 func (s *Server) auditModes(cfg *config.Config) {
-	now := modesOf(cfg)
+	now := cfg.ShadowClasses()
 	s.review.mu.Lock()
 	before := s.review.modes
 	s.review.modes = now
