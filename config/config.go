@@ -52,6 +52,8 @@ type Config struct {
 	Dashboard Dashboard `yaml:"dashboard"`
 	// DNS configures the sandboxes' resolver and their source addresses (dns.go).
 	DNS DNS `yaml:"dns"`
+	// Review configures refusals and the sandboxes' access requests (review.go).
+	Review Review `yaml:"review"`
 	// Tenants by name. No tenants means nobody is let through.
 	Tenants map[string]*Tenant `yaml:"tenants"`
 
@@ -124,6 +126,9 @@ type Tenant struct {
 	// StepCA, when set, keeps the tenant's root in step-ca: each replica takes
 	// short-lived intermediates from it (stepca.go). Nil: the root is local.
 	StepCA *StepCA `yaml:"step_ca"`
+	// Mode is rules.ModeShadow to let every class's policy refusals through as
+	// would-refuse incidents (onboarding); "" or enforce: refuse.
+	Mode string `yaml:"mode"`
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and
@@ -229,7 +234,7 @@ func (c *Config) Policy() *rules.Policy {
 			p.Tenants[name] = nil
 			continue
 		}
-		p.Tenants[name] = &rules.Tenant{Classes: t.Classes}
+		p.Tenants[name] = &rules.Tenant{Classes: t.Classes, Mode: t.Mode}
 	}
 	return p
 }

@@ -87,6 +87,7 @@ func (v *validator) config() {
 	v.dashboard()
 	v.alerts()
 	v.dns()
+	v.review()
 	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
 		v.tenant(tn, c.Tenants[tn])
 	}

@@ -92,6 +92,7 @@ func mountAPI(r chi.Router, o Options) {
 	r.Get("/access-requests/{id}", a.getAccess)
 	r.Post("/access-requests/{id}/decision", a.decide)
 	r.Get("/audit", a.listAudit)
+	mountReviewAPI(r, a)
 }
 
 // fail writes err as {"error": "..."} with its status; a 5xx is logged and its

@@ -44,6 +44,10 @@ type Options struct {
 	Runs RunManager
 	// Now nil: time.Now.
 	Now func() time.Time
+	// Queue carries access-request events to the live queue (queue.go).
+	// Nil: /api/access-requests/events answers 503 and the review page
+	// does not update itself.
+	Queue *Queue
 }
 
 func (o *Options) logger() *slog.Logger {

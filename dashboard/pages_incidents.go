@@ -103,6 +103,8 @@ type incidentData struct {
 	History []store.TriageChange
 	Triages []string
 	Scheme  string
+	// Trace is the decision trace (trace.go); nil without a policy.
+	Trace *traceView
 }
 
 // getIncident loads an incident the principal may see; another tenant's
@@ -125,7 +127,7 @@ func (p *pages) incident(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	d := incidentData{In: in, Triages: incident.TriageStates, Scheme: schemeFor(in.Port)}
+	d := incidentData{In: in, Triages: incident.TriageStates, Scheme: schemeFor(in.Port), Trace: traceOf(p.o, in)}
 	if in.Fingerprint != "" && in.Tenant != "" {
 		same, err := p.o.Store.SameFingerprint(r.Context(), in.Tenant, in.Fingerprint, 21)
 		if err != nil {

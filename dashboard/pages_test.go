@@ -57,7 +57,7 @@ func TestSecurityHeaders(t *testing.T) {
 	for _, p := range []string{"/login", "/", "/incidents", "/static/sluice.css", "/api/incidents", "/nope"} {
 		r := c.get(p)
 		for k, want := range map[string]string{
-			"Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+			"Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
 			"X-Content-Type-Options":  "nosniff",
 			"Referrer-Policy":         "no-referrer",
 			"X-Frame-Options":         "DENY",

@@ -207,15 +207,15 @@ func TestRunsAPI(t *testing.T) {
 	}
 	tu, _ := tlsGet(t, c, roots, "npm.registry.example.test")
 
-	// Ending the run closes its open tunnel and its token gets 407 at once.
+	// Ending the run closes its open tunnel and its token gets run-ended at once.
 	if code := e.api(t, "tenant", "DELETE", "/api/runs/"+r.ID, nil, nil); code != 200 {
 		t.Fatalf("DELETE run: %d", code)
 	}
 	if code, _, err := tu.get("npm.registry.example.test", "/"); err == nil {
 		t.Fatalf("the ended run's tunnel still answers: %d", code)
 	}
-	if code, _, _ := e.connect443(t, r.Token, "npm.registry.example.test"); code != 407 {
-		t.Fatalf("ended run's token: %d, want 407", code)
+	if code, reason, _ := e.connect443(t, r.Token, "npm.registry.example.test"); code != 403 || reason != "run-ended" {
+		t.Fatalf("ended run's token: %d %q, want 403 run-ended", code, reason)
 	}
 	// The other run is untouched.
 	if code, _, c := e.connect443(t, r2.Token, "npm.registry.example.test"); code != 200 {

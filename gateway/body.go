@@ -117,6 +117,15 @@ func bodyTimedOut(r *http.Request) bool {
 	return tb != nil && tb.timedOut.Load()
 }
 
+// restartBodyClock gives the held part of r's body a full BodyReadTimeout
+// from now: a request held for review waited on the gateway, not on the
+// client, and its body is read only afterwards.
+func (g *Gateway) restartBodyClock(r *http.Request) {
+	if tb, _ := r.Context().Value(bodyKey{}).(*timedBody); tb != nil {
+		tb.heldUntil = time.Now().Add(g.bodyReadTimeout())
+	}
+}
+
 // timedBody puts a request body under the body timeouts: before each read
 // the connection's read deadline is set to now plus the idle timeout, or to
 // the end of BodyReadTimeout while the bytes that are held for scanning are

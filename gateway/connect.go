@@ -28,6 +28,12 @@ func (g *Gateway) connect(w http.ResponseWriter, r *http.Request, id rules.Ident
 		return
 	}
 	d := g.Policy.Decide(rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect})
+	if d.Action == rules.Deny {
+		// Shadow mode, or a hold for review (hold.go); a Deny was answered.
+		if d = g.reviewConnect(w, r, id, d, host, port); d.Action == rules.Deny {
+			return
+		}
+	}
 	if (d.Action == rules.Passthrough || d.Action == rules.Inspect) && !g.scanHost(w, r, id, d, rawHost, host, port) {
 		return
 	}
@@ -93,16 +99,17 @@ func (g *Gateway) passthrough(w http.ResponseWriter, r *http.Request, id rules.I
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
-	g.passthroughConn(r, client, up, id, host, port)
+	g.passthroughConn(r, client, up, id, d, host, port)
 }
 
 // passthroughConn splices client and up once the ClientHello names host; shared by
 // CONNECT and the transparent listener. r is the CONNECT (or its stand-in) for events.
-func (g *Gateway) passthroughConn(r *http.Request, client, up net.Conn, id rules.Identity, host string, port int) {
+func (g *Gateway) passthroughConn(r *http.Request, client, up net.Conn, id rules.Identity, d rules.Decision, host string, port int) {
 	t := g.track(connectQuery(id, host, port), rules.Passthrough, client, up)
 	if t == nil {
 		return
 	}
+	g.observe(id, d, host, port, http.MethodConnect, "")
 	defer g.untrack(t)
 
 	client.SetReadDeadline(time.Now().Add(g.handshakeTimeout()))
@@ -274,11 +281,15 @@ func (h *innerHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	defer hold.release()
 	d := g.decideRequest(h.id, h.host, h.port, r, ws)
+	if d.Action != rules.Allow && !bodyTimedOut(r) {
+		// Shadow mode, or a hold for review (hold.go); else refused.
+		if d = g.reviewRequest(w, r, h.id, d, h.host, h.port, ws); d.Action != rules.Allow {
+			return
+		}
+	}
 	switch {
 	case bodyTimedOut(r):
 		g.refuseBodyTimeout(w, r, h.id, h.host, h.port)
-	case d.Action != rules.Allow:
-		g.refuse(w, r, policyRefusal(h.id, d, h.host, h.port, r.URL.Path))
 	default:
 		fw, ok, done := g.scanRequest(w, r, h.id, h.host, h.port)
 		defer done()

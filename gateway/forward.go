@@ -40,11 +40,15 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 	}
 	defer hold.release()
 	d := g.decideRequest(id, host, port, r, ws)
+	if d.Action != rules.Allow && !bodyTimedOut(r) {
+		// Shadow mode, or a hold for review (hold.go); else refused.
+		if d = g.reviewRequest(w, r, id, d, host, port, ws); d.Action != rules.Allow {
+			return
+		}
+	}
 	switch {
 	case bodyTimedOut(r):
 		g.refuseBodyTimeout(w, r, id, host, port)
-	case d.Action != rules.Allow:
-		g.refuse(w, r, policyRefusal(id, d, host, port, r.URL.Path))
 	case !g.scanHost(w, r, id, d, rawHost, host, port):
 		// refused: the host's labels carry data
 	case g.scan(w, r, id, host, port):
@@ -100,7 +104,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
 			inj.apply(pr.Out)
 		},
-		ModifyResponse: g.modifyResponse(inj),
+		ModifyResponse: g.observed(id, d, host, port, r, g.modifyResponse(inj)),
 		Transport:      g.transport(id.Tenant, allow),
 		// FlushInterval stays 0: bodies of known length are written in
 		// full records; ReverseProxy flushes at once for event streams and

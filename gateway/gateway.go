@@ -4,10 +4,12 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -115,6 +117,21 @@ type Gateway struct {
 	// HTTP2 limits clients that speak HTTP/2 inside inspected tunnels
 	// (h2.go). Zero: h2 offered, with safe limits.
 	HTTP2 HTTP2
+	// RefuseInTLS answers a refused CONNECT inside the TLS the client asked
+	// for, with a tenant leaf, so that the client shows the refusal's body
+	// (refusal_tls.go). false: a plain 403 to the CONNECT.
+	RefuseInTLS bool
+	// Desk takes the access requests sandboxes file at InternalHost
+	// (internal.go), and those of held refusals (hold.go). nil: that host
+	// answers 503, and nothing is held.
+	Desk Desk
+	// MaxHolds bounds the refusals held open for review at once (each run
+	// holds at most 16). Zero: 256.
+	MaxHolds int
+	// Observer is told of every request forwarded (observe.go). nil: none.
+	Observer Observer
+
+	holds holdSet // refusals held for review (hold.go)
 
 	scanMemOnce sync.Once
 	budget      *scanBudget
@@ -168,6 +185,11 @@ func (g *Gateway) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodConnect && isInternal(r.Host):
+		_, port := splitHostPortDefault(r.Host, -1)
+		g.internalTLS(w, r, id, port)
+	case r.URL.IsAbs() && r.URL.Scheme == "http" && isInternal(r.URL.Host):
+		g.internal(w, r, id)
 	case r.Method == http.MethodConnect:
 		g.connect(w, r, id)
 	case r.URL.IsAbs() && r.URL.Scheme == "http":
@@ -187,6 +209,10 @@ func (g *Gateway) identify(w http.ResponseWriter, r *http.Request) (rules.Identi
 	var err error
 	if ok && g.Policy != nil {
 		id, err = g.Policy.Identify(user, token)
+	}
+	if ok && errors.Is(err, rules.ErrRunEnded) {
+		g.runEnded(w, r, id)
+		return rules.Identity{}, false
 	}
 	if !ok || g.Policy == nil || err != nil {
 		w.Header().Set("Proxy-Authenticate", `Basic realm="sluice"`)
@@ -223,6 +249,16 @@ type refusal struct {
 	host   string
 	port   int
 	path   string
+	// method is what was refused when it is not the request's own (CONNECT).
+	method string
+	// found names the rule that found a secret and where ("github-pat in
+	// json:$.note"), never the value.
+	found string
+	// action is the incident's action; "" for "block".
+	action string
+	// incident, when set, was recorded already (a hold's): refuse records
+	// nothing more.
+	incident string
 }
 
 // refuse answers with the status and Sluice-Reason, records the event and
@@ -231,8 +267,11 @@ type refusal struct {
 // incident id.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, f refusal) {
 	setProbeProof(w, r, f.reason)
-	inc, _ := g.record(r.Context(), r, f)
-	writeRefusal(w, f.status, f.reason, inc, f.msg)
+	inc := f.incident
+	if inc == "" {
+		inc, _ = g.record(r.Context(), r, f)
+	}
+	writeRefusalFor(w, r, f, inc)
 }
 
 // writeRefusal is the one place a refusal is written: the status, the
@@ -245,16 +284,24 @@ func writeRefusal(w http.ResponseWriter, status int, reason, incidentID, msg str
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	switch status {
-	case http.StatusForbidden, http.StatusBadGateway,
-		http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusGatewayTimeout,
-		http.StatusServiceUnavailable, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
-		// Refused inside a tunnel: do not let the client reuse a connection
-		// whose peer we just refused, or whose body was left unread.
+	if refusalCloses(status) {
 		w.Header().Set("Connection", "close")
 	}
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "sluice: %s: %s\n", reason, msg)
+}
+
+// refusalCloses reports whether a refusal with status ends the connection:
+// refused inside a tunnel, the client must not reuse a connection whose peer
+// we just refused, or whose body was left unread.
+func refusalCloses(status int) bool {
+	switch status {
+	case http.StatusForbidden, http.StatusBadGateway,
+		http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusGatewayTimeout,
+		http.StatusServiceUnavailable, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
+		return true
+	}
+	return false
 }
 
 // record emits the event for a refusal and logs it; it returns the incident
@@ -277,7 +324,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) (strin
 	host = incident.RedactHost(host)
 	e := incident.Incident{
 		Time: time.Now(), Tenant: f.id.Tenant, Class: f.id.Class, Run: f.id.Run,
-		Kind: "deny", Reason: f.reason, Action: "block",
+		Kind: "deny", Reason: f.reason, Action: cmp.Or(f.action, "block"),
 		Host: host, Port: port, Method: method, Path: incident.RedactPath(path),
 	}
 	if r != nil {
@@ -308,7 +355,10 @@ func splitHostPortDefault(hostport string, def int) (string, int) {
 
 // deniedStatus maps a policy reason to the refusal sent to the client.
 func policyRefusal(id rules.Identity, d rules.Decision, host string, port int, path string) refusal {
-	return refusal{id: id, status: http.StatusForbidden, reason: d.Reason, host: host, port: port, path: path,
-		msg: "not in the allowlist of tenant " + strconv.Quote(id.Tenant) + ", class " + strconv.Quote(id.Class) +
-			"; ask for access or add an allow entry"}
+	msg := "not in the allowlist of tenant " + strconv.Quote(id.Tenant) + ", class " + strconv.Quote(id.Class) +
+		"; ask for access or add an allow entry"
+	if d.Reason == rules.ReasonRunEnded {
+		msg = "run " + strconv.Quote(id.Run) + " has ended: its token opens nothing any more; start a new run"
+	}
+	return refusal{id: id, status: http.StatusForbidden, reason: d.Reason, host: host, port: port, path: path, msg: msg}
 }

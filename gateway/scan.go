@@ -107,8 +107,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
 			c.Close()
 		}
-		writeRefusal(w, http.StatusForbidden, res.Reason, incidentID,
-			"the request carried what policy forbids sending to "+host+"; nothing was forwarded")
+		g.refuseBlocked(w, r, id, host, port, res, incidentID)
 		return false
 	}
 	if res.URL != nil {

@@ -81,6 +81,7 @@ func (g *Gateway) untrack(t *tunnel) {
 // are checked against the new policy anyway, one by one. It returns how many
 // tunnels it closed.
 func (g *Gateway) PolicyChanged() int {
+	g.releaseHolds(func(rules.Identity) bool { return true }, errPolicyChanged)
 	return g.closeTunnels(func(t *tunnel) bool { return g.Policy.Decide(t.query).Action != t.action })
 }
 
@@ -89,6 +90,7 @@ func (g *Gateway) CloseRun(runID string) int {
 	if runID == "" {
 		return 0
 	}
+	g.releaseHolds(func(id rules.Identity) bool { return id.Run == runID }, errHoldReleased)
 	return g.closeTunnels(func(t *tunnel) bool { return t.query.Identity.Run == runID })
 }
 
@@ -147,6 +149,7 @@ func (g *Gateway) Serve(l net.Listener) error {
 // they are serving (inspected tunnels are closed once idle), and closes what
 // is still open when ctx ends.
 func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.releaseHolds(func(rules.Identity) bool { return true }, errHoldReleased)
 	g.mu.Lock()
 	g.draining = true
 	srv := g.server

@@ -189,6 +189,10 @@ func (t *Transparent) handleTLS(c net.Conn) {
 	r.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	r.URL.Host = r.Host
 	d := g.Policy.Decide(rules.Query{Identity: id, Host: host, Port: port, Stage: rules.StageConnect})
+	f := policyRefusal(id, d, host, port, "")
+	if d.Action == rules.Deny {
+		d, f = g.reviewTLS(r, id, d, host, port) // shadow mode, or a hold (hold.go)
+	}
 	switch d.Action {
 	case rules.Passthrough:
 		up, err := g.Dialer.Dial(r.Context(), guard.Target{Host: host, Port: port, Allow: d.AllowAddresses})
@@ -196,7 +200,7 @@ func (t *Transparent) handleTLS(c net.Conn) {
 			t.refuseTLS(r, client, id, host, port, dialRefusal(id, err, host, port, ""))
 			return
 		}
-		g.passthroughConn(r, client, up, id, host, port)
+		g.passthroughConn(r, client, up, id, d, host, port)
 	case rules.Inspect:
 		if g.Leaf == nil {
 			g.record(r.Context(), r, refusal{id: id, reason: ReasonCAUnavailable, host: host, port: port})
@@ -212,7 +216,7 @@ func (t *Transparent) handleTLS(c net.Conn) {
 		}
 		g.inspectConn(r, client, id, host, port, leaf)
 	default:
-		t.refuseTLS(r, client, id, host, port, policyRefusal(id, d, host, port, ""))
+		t.refuseTLS(r, client, id, host, port, f)
 	}
 }
 
@@ -321,6 +325,10 @@ func (t *Transparent) plain(w http.ResponseWriter, r *http.Request) {
 	}
 	r.URL.Scheme = "http"
 	r.URL.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	if host == InternalHost {
+		g.internal(w, r, id) // the gateway's own name: filing access requests
+		return
+	}
 	g.plain(w, r, id)
 }
 

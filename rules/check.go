@@ -48,11 +48,31 @@ type URLCheck struct {
 	Allowed bool   `json:"allowed"`
 	// Decision is the decision itself.
 	Decision Decision `json:"-"`
+	// Trace is each entry considered at each stage decided (CheckTraced).
+	Trace []TraceLine `json:"trace,omitempty"`
+}
+
+// TraceLine is one entry a check considered, flattened for people and JSON.
+type TraceLine struct {
+	Stage   string `json:"stage"`
+	List    string `json:"list"`
+	Host    string `json:"host"`
+	Limits  string `json:"limits,omitempty"`
+	Origin  string `json:"origin"`
+	Matched bool   `json:"matched"`
+	Why     string `json:"why,omitempty"`
 }
 
 // Check decides a request with method to t as the gateway would: for https, the
 // CONNECT first, then, where it is inspected, the request inside.
-func (p *EffectivePolicy) Check(method string, t Target) URLCheck {
+func (p *EffectivePolicy) Check(method string, t Target) URLCheck { return p.check(method, t, false) }
+
+// CheckTraced is Check with the trace of every stage it decided.
+func (p *EffectivePolicy) CheckTraced(method string, t Target) URLCheck {
+	return p.check(method, t, true)
+}
+
+func (p *EffectivePolicy) check(method string, t Target, trace bool) URLCheck {
 	path := t.Path
 	if u, err := url.PathUnescape(path); err == nil {
 		path = u
@@ -62,11 +82,15 @@ func (p *EffectivePolicy) Check(method string, t Target) URLCheck {
 	var d Decision
 	if t.Scheme == "https" {
 		res.Stage = StageConnect.String()
-		d = p.Decide(Query{Host: t.Host, Port: t.Port, Stage: StageConnect})
+		q := Query{Host: t.Host, Port: t.Port, Stage: StageConnect}
+		d = p.Decide(q)
+		res.addTrace(trace, p, q)
 	}
 	if t.Scheme == "http" || d.Action == Inspect {
 		res.Stage = StageRequest.String()
-		d = p.Decide(Query{Host: t.Host, Port: t.Port, Method: res.Method, Path: t.Path, Stage: StageRequest})
+		q := Query{Host: t.Host, Port: t.Port, Method: res.Method, Path: t.Path, Stage: StageRequest}
+		d = p.Decide(q)
+		res.addTrace(trace, p, q)
 	}
 	res.Decision = d
 	res.Action, res.Reason, res.Entry = d.Action.String(), d.Reason, d.Entry
@@ -75,6 +99,21 @@ func (p *EffectivePolicy) Check(method string, t Target) URLCheck {
 		res.Origin = d.Entry.Origin.String()
 	}
 	return res
+}
+
+// addTrace appends the trace of q when on.
+func (r *URLCheck) addTrace(on bool, p *EffectivePolicy, q Query) {
+	if !on {
+		return
+	}
+	t := p.Trace(q)
+	if len(t.Steps) == 0 {
+		r.Trace = append(r.Trace, TraceLine{Stage: t.Stage.String(), Why: "no entry to consider"})
+	}
+	for _, s := range t.Steps {
+		r.Trace = append(r.Trace, TraceLine{Stage: t.Stage.String(), List: s.List, Host: s.Entry.Host,
+			Limits: s.Entry.Limits(), Origin: s.Origin, Matched: s.Matched, Why: s.Why})
+	}
 }
 
 // Limits describes an entry's ports, methods, paths and flags in one line, for

@@ -94,6 +94,8 @@ type Grant struct {
 	Passthrough bool
 	// Expires ends the grant; zero: no end.
 	Expires time.Time
+	// Run limits the grant to one run of the tenant; "" for all of them.
+	Run string
 }
 
 // PolicyInput is what a run's effective policy is made of.

@@ -126,6 +126,12 @@ type Decision struct {
 	// modify). nil: none, as for every Deny. The decision carries them, so that one
 	// taken just before a reload still dials what it was decided for.
 	AllowAddresses []netip.Prefix
+	// PassthroughHost is set on a Deny at StageConnect when a passthrough entry's host
+	// matched (its port did not): the client expects the host's real certificate,
+	// never one from the tenant CA.
+	PassthroughHost bool
+	// Review is the class's way of carrying out a refusal (hold, shadow).
+	Review Review
 }
 
 // Engine is a compiled policy: immutable and safe for concurrent use.
@@ -148,6 +154,8 @@ type tenant struct {
 
 type class struct {
 	allow, passthrough []*rule
+	// review is how the class carries out a refusal (review.go).
+	review Review
 }
 
 // rule is one compiled entry.
@@ -209,6 +217,7 @@ func Compile(p *Policy, token func(tenant string) (string, error)) (*Engine, err
 					cc.allow = compileEntries(p, cl.Allow)
 					cc.passthrough = compileEntries(p, cl.Passthrough)
 				}
+				cc.review = reviewOf(t, cl)
 				ct.classes[cn] = cc
 			}
 		}
@@ -271,10 +280,16 @@ func (e *Engine) Identify(user, token string) (Identity, error) {
 	got := sha256.Sum256([]byte(token))
 	if r := e.runs.byToken(got); r != nil {
 		t := e.tenants[tn]
-		if r.tenant != tn || (hasClass && cn != r.class) || r.expired(time.Now) || t == nil || t.classes[r.class] == nil {
+		if r.tenant != tn || (hasClass && cn != r.class) || t == nil || t.classes[r.class] == nil {
 			return Identity{}, errIdentify
 		}
+		if r.expired(time.Now) {
+			return endedIdentity(Identity{Tenant: r.tenant, Class: r.class, Run: r.id}, tn, cn, hasClass)
+		}
 		return Identity{Tenant: tn, Class: r.class, Run: r.id}, nil
+	}
+	if id, ok := e.runs.gone.get(got); ok {
+		return endedIdentity(id, tn, cn, hasClass)
 	}
 	if !hasClass {
 		cn = DefaultClass
@@ -308,6 +323,7 @@ func (e *Engine) Decide(q Query) Decision {
 		d.Reason = ReasonHostNotAllowed
 		return d
 	}
+	d.Review = cl.review
 	var own *class
 	if q.Identity.Run != "" {
 		r := e.runs.get(q.Identity.Run)
@@ -317,7 +333,7 @@ func (e *Engine) Decide(q Query) Decision {
 		}
 		own = r.own
 	}
-	return decideIn(d, q, cl, own, e.grants.classFor(q.Identity.Tenant, q.Identity.Class, time.Now))
+	return decideIn(d, q, cl, own, e.grants.classFor(q.Identity.Tenant, q.Identity.Class, q.Identity.Run, time.Now))
 }
 
 // decideIn decides q on the entries of cl and then those of own (a run's own entries,
@@ -366,9 +382,11 @@ func decideIn(d Decision, q Query, cl *class, own ...*class) Decision {
 				}
 				if !slices.Contains(r.ports, q.Port) {
 					note(failPort)
+					d.PassthroughHost = d.PassthroughHost || list.action == Passthrough
 					continue
 				}
 				d.Action, d.Entry, d.AllowAddresses = list.action, r.entry, r.allow
+				d.PassthroughHost = false
 				return d
 			}
 		}

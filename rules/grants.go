@@ -23,6 +23,7 @@ type grantSet struct {
 // liveGrant is one compiled grant.
 type liveGrant struct {
 	class       string // "" for every class of the tenant
+	run         string // "" for every run of the tenant
 	passthrough bool
 	expires     time.Time
 	rule        *rule
@@ -47,16 +48,19 @@ func (e *Engine) SetGrants(gs []Grant) error {
 		case g.Class != "" && !nameRE.MatchString(g.Class):
 			errs = append(errs, fmt.Errorf("rules: %s: bad class %q", name, g.Class))
 			continue
+		case g.Run != "" && !runIDRE.MatchString(g.Run):
+			errs = append(errs, fmt.Errorf("rules: %s: bad run %q", name, g.Run))
+			continue
 		}
 		if err := checkOwnEntry(name, g.Entry, g.Passthrough); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		en := cloneEntry(g.Entry)
-		en.Origin = Origin{Kind: OriginGrant, Grant: g.ID}
+		en.Origin = Origin{Kind: OriginGrant, Grant: g.ID, Run: g.Run}
 		r := compileRule(en)
 		set.byTenant[g.Tenant] = append(set.byTenant[g.Tenant], &liveGrant{
-			class: g.Class, passthrough: g.Passthrough, expires: g.Expires, rule: r,
+			class: g.Class, run: g.Run, passthrough: g.Passthrough, expires: g.Expires, rule: r,
 		})
 		kept := g
 		kept.Entry = cloneEntry(g.Entry)
@@ -94,10 +98,10 @@ func (e *Engine) grantTable() *grantTable {
 	return e.grants
 }
 
-// classFor returns the grants of tenant that apply to className and have not expired at
-// now, as a class to decide on; nil when there are none (the common case: no
-// allocation).
-func (gt *grantTable) classFor(tenant, className string, now func() time.Time) *class {
+// classFor returns the grants of tenant that apply to className and run ("" for none)
+// and have not expired at now, as a class to decide on; nil when there are none (the
+// common case: no allocation).
+func (gt *grantTable) classFor(tenant, className, run string, now func() time.Time) *class {
 	if gt == nil {
 		return nil
 	}
@@ -112,7 +116,7 @@ func (gt *grantTable) classFor(tenant, className string, now func() time.Time) *
 	t := now()
 	var c *class
 	for _, g := range list {
-		if (g.class != "" && g.class != className) || (!g.expires.IsZero() && !t.Before(g.expires)) {
+		if (g.class != "" && g.class != className) || (g.run != "" && g.run != run) || (!g.expires.IsZero() && !t.Before(g.expires)) {
 			continue
 		}
 		if c == nil {

@@ -2,7 +2,10 @@
 // runs and grants), its compilation and the deny-by-default Decide.
 package rules
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Names the embedded default policy uses.
 const (
@@ -34,6 +37,9 @@ type Policy struct {
 type Tenant struct {
 	// Classes are the launch classes by name ("agent", "validation", ...).
 	Classes map[string]*Class
+	// Mode is ModeShadow to record the policy's refusals of every class as
+	// would-refuse and let the requests through; "" or ModeEnforce: refuse.
+	Mode string
 }
 
 // Class is the policy of one launch class. A class without entries denies everything.
@@ -47,6 +53,14 @@ type Class struct {
 	// RunExtras are host patterns a run's own extra entries must fall within (an exact
 	// host, or a wildcard inside a listed wildcard). Empty: a run brings no extras.
 	RunExtras []string `yaml:"run_extras"`
+	// OnDeny is OnDenyHold to hold a refused CONNECT or request open while a reviewer
+	// decides the access request it files; "" or OnDenyRefuse: refuse at once.
+	OnDeny string `yaml:"on_deny"`
+	// HoldTimeout bounds a hold (at most MaxHoldTimeout). Zero: DefaultHoldTimeout.
+	HoldTimeout time.Duration `yaml:"hold_timeout"`
+	// Mode is ModeShadow to record this class's policy refusals as would-refuse and let
+	// the requests through; "" or ModeEnforce: refuse.
+	Mode string `yaml:"mode"`
 }
 
 // DeriveConfig limits what derivation from a run's repository may add to its policy.

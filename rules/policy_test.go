@@ -30,6 +30,7 @@ type policyFile struct {
 		TokenFile string            `yaml:"token_file"`
 		TokenEnv  string            `yaml:"token_env"`
 		Classes   map[string]*Class `yaml:"classes"`
+		Mode      string            `yaml:"mode"`
 	} `yaml:"tenants"`
 }
 
@@ -65,7 +66,7 @@ func MustPolicy(tb testing.TB, yamlText, file string) *Policy {
 				}
 			}
 		}
-		p.Tenants[tn] = &Tenant{Classes: t.Classes}
+		p.Tenants[tn] = &Tenant{Classes: t.Classes, Mode: t.Mode}
 	}
 	if len(pf.Tenants) == 0 {
 		p.Tenants = nil

@@ -36,6 +36,7 @@ type runTable struct {
 	mu     sync.Mutex // serialises writers
 	byID   sync.Map   // string -> *liveRun
 	byHash sync.Map   // [32]byte -> *liveRun
+	gone   endedRuns  // removed runs' token hashes, for ErrRunEnded
 }
 
 type liveRun struct {
@@ -122,6 +123,7 @@ func (e *Engine) RemoveRun(id string) bool {
 	v, ok := rt.byID.LoadAndDelete(id)
 	if ok {
 		rt.byHash.Delete(v.(*liveRun).hash)
+		rt.gone.add(v.(*liveRun))
 	}
 	return ok
 }

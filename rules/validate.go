@@ -126,6 +126,7 @@ func (ps *problems) tenant(name string, t *Tenant) {
 	if t == nil {
 		return
 	}
+	ps.mode(key+".mode", t.Mode)
 	for _, cn := range slices.Sorted(maps.Keys(t.Classes)) {
 		ckey := key + ".classes." + cn
 		if !nameRE.MatchString(cn) {
@@ -135,6 +136,7 @@ func (ps *problems) tenant(name string, t *Tenant) {
 		if cl == nil {
 			continue
 		}
+		ps.review(ckey, cl)
 		seen := map[string]bool{}
 		for i, p := range cl.Derive.Presets {
 			k := fmt.Sprintf("%s.derive.presets[%d]", ckey, i)

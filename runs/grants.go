@@ -37,6 +37,13 @@ func (m *Service) DecideAccess(ctx context.Context, d Decision) (AccessRequest, 
 	if err := m.RefreshGrants(context.WithoutCancel(ctx)); err != nil {
 		m.logger().Error("grants not refreshed after a decision: the periodic refresh will apply it", "request", d.ID, "err", err)
 	}
+	// Held connections waiting on it go on (or get their 403) at once.
+	m.wakeHeld(x.ID)
+	if m.OnAccess != nil && m.Review != nil {
+		if c, err := m.Review.GetAccessContext(context.WithoutCancel(ctx), x.ID); err == nil {
+			m.OnAccess(x, c)
+		}
+	}
 	return x, nil
 }
 
@@ -52,15 +59,24 @@ func (m *Service) RefreshGrants(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gs := make([]rules.Grant, 0, len(xs))
 	ids := make([]string, 0, len(xs))
 	var first time.Time
 	for _, x := range xs {
-		gs = append(gs, GrantOf(x))
 		ids = append(ids, x.ID)
 		if first.IsZero() || x.ExpiresAt.Before(first) {
 			first = x.ExpiresAt
 		}
+	}
+	var scopes map[string]AccessContext
+	if m.Review != nil {
+		if scopes, err = m.Review.AccessContexts(ctx, ids); err != nil {
+			return err
+		}
+	}
+	gs := make([]rules.Grant, 0, len(xs))
+	for _, x := range xs {
+		c, ok := scopes[x.ID]
+		gs = append(gs, grantScoped(x, c, ok))
 	}
 	slices.Sort(ids)
 	m.mu.Lock()

@@ -66,7 +66,19 @@ type Service struct {
 	Interval time.Duration
 	// Logger nil: slog.Default().
 	Logger *slog.Logger
+	// Review keeps the context of access requests sandboxes file (and hold
+	// connections for), and reviewers' scopes (review.go). Nil: sandboxes
+	// cannot file, and approvals grant for the whole tenant.
+	Review ReviewStore
+	// FilingBurst and FilingEvery bound the requests one run files: Burst
+	// at once, one more every Every. Zero: 5 and a minute.
+	FilingBurst int
+	FilingEvery time.Duration
+	// OnAccess is told of every request filed, joined or decided (the
+	// dashboard's live queue, webhooks). It must not block. Nil: nobody.
+	OnAccess func(AccessRequest, AccessContext)
 
+	review  reviewState
 	mu      sync.Mutex
 	expires map[string]time.Time // live runs' expiry (zero: none)
 	grants  []string             // ids of the grants last installed, sorted

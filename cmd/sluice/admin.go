@@ -114,6 +114,7 @@ func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 		Identify:   func(user, token string) (rules.Identity, error) { return s.policy.Identify(user, token) },
 		SessionTTL: time.Duration(s.Config.Dashboard.SessionTTL),
 		Runs:       s.runs,
+		Queue:      s.review.queue,
 	}
 }
 

@@ -35,6 +35,7 @@ Usage:
   sluice policy explain --tenant T [--class C] [--repo DIR] [--remote URL] [--config FILE] [--json]
   sluice policy check --tenant T [--class C] URL [--method M] [--config FILE] [--json]
   sluice policy presets [--json]
+  sluice policy propose --tenant T [--class C] [--since 7d] [--config FILE] [--data-dir DIR]
   sluice doctor [--proxy URL] --control URL [--denied HOST] [--direct HOST:PORT]...
   sluice healthcheck [--proxy ADDR] [--admin ADDR] [--ready]
   sluice scan [PATH|-]... [--json] [--config FILE]

@@ -14,7 +14,7 @@ import (
 	"github.com/sluice-egress/sluice/rules"
 )
 
-const policyUsage = "sluice policy explain|check|presets (see sluice help)"
+const policyUsage = "sluice policy explain|check|presets|propose (see sluice help)"
 
 func runPolicy(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -27,6 +27,8 @@ func runPolicy(args []string, stdout, stderr io.Writer) error {
 		return runPolicyCheck(args[1:], stdout, stderr)
 	case "presets":
 		return runPolicyPresets(args[1:], stdout, stderr)
+	case "propose":
+		return runPolicyPropose(args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: %s", errUsage, policyUsage)
 }
@@ -142,6 +144,7 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	var pf policyFlags
 	pf.register(fs)
 	method := fs.String("method", "GET", "request method")
+	trace := fs.Bool("trace", false, "show each entry considered and why it matched or not")
 	// The URL may come before, between or after the flags.
 	var target string
 	for {
@@ -171,15 +174,19 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	res := p.Check(*method, tg)
+	if *trace {
+		res = p.CheckTraced(*method, tg)
+	}
 	d := res.Decision
 	if pf.json {
 		return writeJSON(stdout, res)
 	}
 	if d.Action == rules.Deny {
 		fmt.Fprintf(stdout, "deny %s %s: %s\n", res.Method, res.URL, d.Reason)
-		return nil
+	} else {
+		fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
 	}
-	fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
+	printTrace(stdout, res.Trace)
 	return nil
 }
 

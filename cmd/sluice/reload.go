@@ -154,4 +154,5 @@ func (s *Server) applyReload(cfg *config.Config) {
 	}
 	s.applyCredentials(cfg)
 	s.reloadSandbox(cfg)
+	s.auditModes(cfg)
 }

@@ -61,6 +61,7 @@ type Server struct {
 	// sandbox is the resolver and the transparent listeners (dns.go).
 	sandbox sandboxNet
 	repl    *replication // agreement with replicas sharing the store (stores.go); nil on SQLite
+	review  review       // the review loop (review.go)
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -143,6 +144,7 @@ func (s *Server) Open() error {
 	if err := s.openRuns(); err != nil {
 		return err
 	}
+	s.openReview()
 	if err := s.openAdmin(); err != nil {
 		return err
 	}
@@ -199,6 +201,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.shutdownSandbox(sctx)
 	err := s.gw.Shutdown(sctx)
 	<-errc
+	s.closeReview(context.Background())
 	s.closeOps(context.Background()) // drains the incident writer
 	s.closeAlerts()
 	if errors.Is(err, context.DeadlineExceeded) {

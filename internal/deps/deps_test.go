@@ -23,8 +23,10 @@ var layers = [][]string{
 	{"config", "derive", "phantom", "ca/stepca"},
 	// The hot path, and the service in the middle.
 	{"gateway", "runs"},
+	// The service's store adapter.
+	{"internal/runstore"},
 	// What serves or calls the service.
-	{"dashboard", "internal/runstore", "internal/apiclient"},
+	{"dashboard", "internal/apiclient", "internal/desk"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
 	{"internal/benchharness"},

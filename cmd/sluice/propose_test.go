@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/store"
+)
+
+// TestPolicyPropose: the command drafts from the data directory's store a
+// config that config check accepts.
+func TestPolicyPropose(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(filepath.Join(dir, "acme.token"), []byte("acme-token-0123456789abcdef\n"), 0o600)
+	os.WriteFile(cfgPath, []byte("data_dir: data\ntenants:\n  acme:\n    token_file: acme.token\n    classes: {agent: {}}\n"), 0o600)
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	st, err := store.Open(context.Background(), filepath.Join(dir, "data", store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.RecordObservations(context.Background(), []store.Observation{{Tenant: "acme", Class: "agent", Run: "r-1",
+		Host: "api.example.test", Port: 443, Method: "GET", Path: "/v1/", Verdict: store.ObservedAllowed, Count: 3,
+		FirstSeen: now, LastSeen: now}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InsertIncidents(context.Background(), []incident.Incident{{ID: "inc_1", Time: now, Tenant: "acme", Class: "agent",
+		Run: "r-1", Kind: "deny", Reason: "host-not-allowed", Action: "block", Host: "evil.example.test", Port: 443, Method: "CONNECT"}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var out, errb bytes.Buffer
+	if err := dispatch(context.Background(), []string{"policy", "propose", "--config", cfgPath, "--tenant", "acme", "--since", "1d"}, &out, &errb); err != nil {
+		t.Fatalf("propose: %v %s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), `- host: "api.example.test"`) || !strings.Contains(out.String(), `host "evil.example.test" ports [443]`) {
+		t.Fatalf("draft:\n%s", out.String())
+	}
+	draft := filepath.Join(t.TempDir(), "draft.yaml")
+	os.WriteFile(draft, out.Bytes(), 0o600)
+	out.Reset()
+	if err := dispatch(context.Background(), []string{"config", "check", "--config", draft}, &out, &errb); err != nil {
+		t.Fatalf("config check of the draft: %v", err)
+	}
+}
+
+// TestPolicyCheckTrace: --trace shows each entry considered and why.
+func TestPolicyCheckTrace(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfg, []byte("tenants:\n  acme:\n    token_env: ACME_TOKEN_UNSET\n    classes:\n      agent:\n        allow:\n          - host: other.example.test\n          - host: api.example.test\n            methods: [GET]\n"), 0o600)
+	code, out, errs := runCLI(t, "policy", "check", "--config", cfg, "--tenant", "acme", "--trace", "--method", "POST", "https://api.example.test/x")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	for _, want := range []string{"deny POST https://api.example.test:443/x: method-not-allowed", "trace:",
+		"host api.example.test is not other.example.test", "method POST not in [GET]", "connect", "matched"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runCLI(t, "policy", "check", "--config", cfg, "--tenant", "acme", "https://api.example.test/x"); code != 0 || strings.Contains(out, "trace:") {
+		t.Fatalf("without --trace: %s", out)
+	}
+}
+
+// TestAuditModes: a reload that switches a class from shadow to enforce is
+// in the audit log; one that changes nothing adds nothing.
+func TestAuditModes(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := &Server{Logger: slog.New(slog.DiscardHandler)}
+	s.ops.store = st
+	parse := func(mode string) *config.Config {
+		c, err := config.Parse([]byte("tenants:\n  acme:\n    token_env: X_UNSET\n    classes:\n      agent:\n        mode: "+mode+"\n"), "s.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	s.auditModes(parse("shadow"))
+	s.auditModes(parse("shadow"))
+	s.auditModes(parse("enforce"))
+	es, err := st.ListAudit(context.Background(), store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		if e.Action == "policy.mode" {
+			got = append(got, e.Tenant+" "+e.Target+" "+e.Detail)
+		}
+	}
+	if len(got) != 1 || got[0] != "acme agent class agent: shadow -> enforce" {
+		t.Fatalf("audit %q", got)
+	}
+}
