@@ -63,7 +63,8 @@ func (s *Server) openStore() error {
 		Help: "Incidents the store could not commit in time; the requests they belonged to were refused.",
 	})
 	o.metrics.Registry.MustRegister(unrecorded)
-	s.events = &incidentSink{Writer: o.writer, Metrics: o.metrics, Logger: s.Logger, OnUnrecorded: unrecorded.Inc}
+	s.events = &incidentSink{Writer: o.writer, Metrics: o.metrics, Logger: s.Logger, OnUnrecorded: unrecorded.Inc,
+		Timeout: time.Duration(s.Config.Store.IncidentTimeout)}
 	return nil
 }
 

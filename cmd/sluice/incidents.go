@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/incident"
@@ -13,10 +14,9 @@ import (
 )
 
 // defaultEmitTimeout bounds how long a request waits for its incident to be
-// committed when incidentSink.Timeout is zero: long enough for a batch
-// behind a busy disk, short enough that a stalled store refuses requests
-// (fail closed) instead of hanging them.
-const defaultEmitTimeout = 2 * time.Second
+// committed when incidentSink.Timeout is zero (store.incident_timeout's
+// default).
+const defaultEmitTimeout = time.Duration(config.DefaultIncidentTimeout)
 
 // incidentSink is the gateway's EventSink: it counts every event in the
 // metrics at once and stores it as an incident through the batching writer,

@@ -150,6 +150,7 @@ func (s *Server) applyReload(cfg *config.Config) {
 		}
 		if s.gw != nil {
 			s.gw.SetMaxWebSocketMessage(int64(st.cfg.Scanning.MaxBodyBytes))
+			s.gw.SetScanBodyLimit(int64(st.cfg.Scanning.MaxBodyBytes), st.cfg.Scanning.OnOversize == config.OnOversizeForward)
 		}
 	}
 	s.applyCredentials(cfg)

@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // liveWorld is a Server as `sluice serve` wires it, with its config file,
@@ -43,6 +44,7 @@ type liveParams struct {
 	actions string // scanning.actions
 	extra   string // another allowed host
 	deny    string // upstream.deny
+	scan    string // more scanning keys, one line
 }
 
 const liveConfig = `version: 1
@@ -57,6 +59,7 @@ upstream:
 scanning:
   rule_packs: [pack.toml]
   actions: {%[4]s}
+  %[7]s
 tenants:
   acme:
     token_file: acme.token
@@ -82,7 +85,7 @@ func (w *liveWorld) write(t *testing.T, p liveParams) {
 	if p.extra != "" {
 		extra = fmt.Sprintf("\n          - {host: %s, ports: [%d]}", p.extra, w.port)
 	}
-	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(liveConfig, w.port, p.roots, p.addr, p.actions, extra, p.deny))
+	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(liveConfig, w.port, p.roots, p.addr, p.actions, extra, p.deny, p.scan))
 }
 
 // newLiveWorld starts two upstreams for api.example.test, answering "A" on
@@ -275,6 +278,34 @@ func TestReloadAppliesScanActions(t *testing.T) {
 	}
 	if code, reason, _ := w.post(t, "api.example.test", liveMarker); code != http.StatusForbidden {
 		t.Fatalf("with the action removed again: %d %q, want 403", code, reason)
+	}
+}
+
+// scanning.max_body_bytes and on_oversize apply from the next request on,
+// without a restart.
+func TestReloadAppliesBodyLimit(t *testing.T) {
+	p := liveParams{addr: "127.0.0.1", roots: "upstream-ca.pem"}
+	w := newLiveWorld(t, p)
+	body := strings.Repeat("x", 4<<10)
+	if code, reason, _ := w.post(t, "api.example.test", body); code != http.StatusOK {
+		t.Fatalf("4KiB under the default limit: %d %q, want 200", code, reason)
+	}
+	p.scan = "max_body_bytes: 1KiB"
+	if !w.reload(t, p) {
+		t.Fatalf("reload failed: %s", w.log)
+	}
+	if code, reason, _ := w.post(t, "api.example.test", body); code != http.StatusRequestEntityTooLarge || reason != scanner.ReasonOversize {
+		t.Fatalf("4KiB over a reloaded limit of 1KiB: %d %q, want 413 %s", code, reason, scanner.ReasonOversize)
+	}
+	p.scan = "max_body_bytes: 1KiB\n  on_oversize: forward"
+	if !w.reload(t, p) {
+		t.Fatalf("reload failed: %s", w.log)
+	}
+	if code, reason, body := w.post(t, "api.example.test", body); code != http.StatusOK || body != "A" {
+		t.Fatalf("4KiB over the limit with on_oversize: forward: %d %q %q, want 200", code, reason, body)
+	}
+	if strings.Contains(w.log.String(), "apply only after a restart") {
+		t.Errorf("a body limit change reported as restart-only: %s", w.log)
 	}
 }
 
