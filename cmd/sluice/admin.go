@@ -135,8 +135,10 @@ func (s *Server) ready(ctx context.Context) error {
 			return fmt.Errorf("tenant %s: CA unavailable", t)
 		}
 	}
-	if err := s.replicaReady(); err != nil {
-		return err
+	if s.repl != nil {
+		if err := s.repl.Ready(); err != nil {
+			return err
+		}
 	}
 	return s.ops.store.Ping(ctx)
 }

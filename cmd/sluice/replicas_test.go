@@ -215,7 +215,7 @@ func TestReplicasAgree(t *testing.T) {
 	t.Logf("reload on a applied on c after %v (a's own reload took %v)", d.Round(time.Millisecond), own.Round(time.Millisecond))
 	within(t, "every replica on a's version", 2*time.Second, func() bool {
 		for _, s := range w.replicas {
-			if s.repl.getVersion() != a.repl.getVersion() {
+			if s.repl.CurrentVersion() != a.repl.CurrentVersion() {
 				return false
 			}
 		}
@@ -228,16 +228,14 @@ func TestReplicasAgree(t *testing.T) {
 func TestReplicaWithAnotherPolicySaysSo(t *testing.T) {
 	w := newReplicaWorld(t, 3)
 	odd := w.replicas[2]
-	odd.repl.setVersion("stale-version")
-	odd.heartbeat(context.Background())
+	odd.repl.SetVersion("stale-version")
+	odd.repl.Heartbeat(context.Background())
 	for _, s := range w.replicas[:2] {
-		s.heartbeat(context.Background())
+		s.repl.Heartbeat(context.Background())
 	}
-	odd.heartbeat(context.Background())
-	odd.repl.mu.Lock()
-	since := odd.repl.differSince
-	odd.repl.differSince = since.Add(-policySkewGrace - time.Second) // as if it lasted
-	odd.repl.mu.Unlock()
+	odd.repl.Heartbeat(context.Background())
+	since := odd.repl.Differing()
+	odd.repl.SkewGrace = time.Nanosecond // as if it lasted
 	if since.IsZero() {
 		t.Fatal("the odd replica does not see that it differs")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/reload"
+	"github.com/sluice-egress/sluice/internal/replica"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -60,7 +61,7 @@ type Server struct {
 	staged  *stagedReload
 	// sandbox is the resolver and the transparent listeners (dns.go).
 	sandbox sandboxNet
-	repl    *replication // agreement with replicas sharing the store (stores.go); nil on SQLite
+	repl    *replica.Replica // agreement with replicas sharing the store (stores.go); nil on SQLite
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -218,7 +219,9 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.runs.Run(ctx)
 	}
 	go s.cas.RunRenewal(ctx, 0) // intermediates from step-ca, if any
-	s.runReplication(ctx)
+	if s.repl != nil {
+		s.repl.Run(ctx)
+	}
 	select {
 	case err := <-errc:
 		return err
