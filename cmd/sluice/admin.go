@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -63,7 +64,7 @@ func (s *Server) openStore() error {
 		Help: "Incidents the store could not commit in time; the requests they belonged to were refused.",
 	})
 	o.metrics.Registry.MustRegister(unrecorded)
-	s.events = &incidentSink{Writer: o.writer, Metrics: o.metrics, Logger: s.Logger, OnUnrecorded: unrecorded.Inc,
+	s.events = &incidentsink.Sink{Writer: o.writer, Metrics: o.metrics, Logger: s.Logger, OnUnrecorded: unrecorded.Inc,
 		Timeout: time.Duration(s.Config.Store.IncidentTimeout)}
 	return nil
 }

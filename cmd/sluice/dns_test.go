@@ -200,21 +200,3 @@ func TestServeRunSandbox(t *testing.T) {
 		t.Fatal("an ended run's address is still known")
 	}
 }
-
-// Tagged probes are left out of the store within a budget, not beyond it: the tag is
-// no way to hide denied attempts.
-func TestProbeBudget(t *testing.T) {
-	var b probeBudget
-	n := 0
-	for range 3 * probeBurst {
-		if b.skip("acme") {
-			n++
-		}
-	}
-	if n < probeBurst || n > probeBurst+1 {
-		t.Fatalf("%d of %d probes unstored, want the budget %d", n, 3*probeBurst, probeBurst)
-	}
-	if !b.skip("globex") {
-		t.Fatal("one tenant's probes used another's budget")
-	}
-}

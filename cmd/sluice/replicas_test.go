@@ -78,6 +78,7 @@ func newReplicaWorldIn(t *testing.T, n int, dir, tenant string) *replicaWorld {
 		// Each replica must hear of a reload from its peers, not its own poll.
 		s.watch.Interval = time.Hour
 		s.ops.store.Replica = fmt.Sprintf("replica-%d", i)
+		s.repl.ID = s.ops.store.Replica
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { s.Run(ctx); close(done) }()

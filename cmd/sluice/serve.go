@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/internal/replica"
 	"github.com/sluice-egress/sluice/phantom"
@@ -41,7 +42,7 @@ type Server struct {
 	cas     *ca.Store
 	gw      *gateway.Gateway
 	proxyLn net.Listener
-	events  *incidentSink
+	events  *incidentsink.Sink
 	ops     ops // the incident store, metrics and admin listener (admin.go)
 	// policy is the gateway's swappable Policy; reload swaps it, when watch
 	// (nil without a file) calls it.

@@ -24,7 +24,7 @@ var layers = [][]string{
 	// The hot path, and the service in the middle.
 	{"gateway", "runs"},
 	// What serves or calls the service.
-	{"dashboard", "internal/runstore", "internal/apiclient"},
+	{"dashboard", "internal/runstore", "internal/apiclient", "internal/replica", "internal/incidentsink"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
 	{"internal/benchharness"},
@@ -49,6 +49,10 @@ var forbidden = map[string][]string{
 	"internal/runstore":  {"gateway", "dashboard", "scanner", "ca", "config"},
 	"internal/apiclient": {"gateway", "store", "dashboard", "runs", "config", "rules"},
 	"internal/reload":    {"rules", "config"},
+	// The replicas' agreement and the incident sink take small interfaces: cmd plugs
+	// the store, the runs service and the metrics in.
+	"internal/replica":      {"config", "dashboard", "runs", "cmd/sluice"},
+	"internal/incidentsink": {"store", "dashboard", "config", "runs", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},
