@@ -66,7 +66,7 @@ func (s *Server) openRuns() error {
 		// The registry is set: openCredentials ran before.
 		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.phantoms.Mint(tenant, run) },
 		ForgetPhantoms: s.phantoms.Forget,
-		Sandboxes:      s.sandboxes(),
+		Sandboxes:      s.sandbox.Sandboxes(),
 		Interval:       s.RunsInterval,
 		Logger:         s.Logger,
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/internal/replica"
+	"github.com/sluice-egress/sluice/internal/sandboxnet"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -60,8 +61,9 @@ type Server struct {
 	scanner *scanner.Holder
 	roots   *x509.CertPool
 	staged  *stagedReload
-	// sandbox is the resolver and the transparent listeners (dns.go).
-	sandbox sandboxNet
+	// sandbox is the resolver and the transparent listeners (dns.go); nil
+	// before openSandbox.
+	sandbox *sandboxnet.Net
 	repl    *replica.Replica // agreement with replicas sharing the store (stores.go); nil on SQLite
 }
 
@@ -88,7 +90,9 @@ func (s *Server) Open() error {
 	defer func() {
 		if s.proxyLn == nil { // Open failed after the store opened
 			s.closeOps(context.Background())
-			s.sandbox.close()
+			if s.sandbox != nil {
+				s.sandbox.Close()
+			}
 		}
 	}()
 	if err := s.openAlerts(); err != nil {
@@ -208,7 +212,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.announce()
 	errc := make(chan error, 1)
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
-	s.serveSandbox(ctx)
+	s.sandbox.Serve(ctx)
 	s.serveOps(ctx)
 	defer s.closeOps(context.Background())
 	if s.watch != nil {
@@ -236,7 +240,7 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	s.ops.draining.Store(true) // /readyz fails from now on
-	s.shutdownSandbox(sctx)
+	s.sandbox.Shutdown(sctx)
 	err := s.gw.Shutdown(sctx)
 	<-errc
 	s.closeOps(context.Background()) // drains the incident writer
@@ -259,7 +263,7 @@ func (s *Server) announce() {
 	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
-	s.announceSandbox(w)
+	s.sandbox.Announce(w, s.dnsMode())
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")

@@ -24,7 +24,8 @@ var layers = [][]string{
 	// The hot path, and the service in the middle.
 	{"gateway", "runs"},
 	// What serves or calls the service.
-	{"dashboard", "internal/runstore", "internal/apiclient", "internal/replica", "internal/incidentsink"},
+	{"dashboard", "internal/runstore", "internal/apiclient", "internal/replica", "internal/incidentsink",
+		"internal/sandboxnet"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
 	{"internal/benchharness"},
@@ -53,6 +54,7 @@ var forbidden = map[string][]string{
 	// the store, the runs service and the metrics in.
 	"internal/replica":      {"config", "dashboard", "runs", "cmd/sluice"},
 	"internal/incidentsink": {"store", "dashboard", "config", "runs", "cmd/sluice"},
+	"internal/sandboxnet":   {"store", "dashboard", "config", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},
