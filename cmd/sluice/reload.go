@@ -135,10 +135,10 @@ func (s *Server) applyReload(cfg *config.Config) {
 	if st := s.staged; st != nil && st.cfg == cfg {
 		s.staged = nil
 		upstreamChanged := false
-		if cur := s.dialer.load(); cur != nil && (!maps.Equal(cur.Hosts, st.hosts) || !slices.Equal(cur.ExtraDeny, st.deny)) {
+		if cur := s.dialer.Load(); cur != nil && (!maps.Equal(cur.Hosts, st.hosts) || !slices.Equal(cur.ExtraDeny, st.deny)) {
 			// Pooled connections are dropped below: a newly denied range
 			// must not stay reachable over one.
-			s.dialer.setUpstream(st.hosts, st.deny)
+			s.dialer.SetUpstream(st.hosts, st.deny)
 			upstreamChanged = true
 		}
 		if s.gw != nil && (upstreamChanged || !st.roots.Equal(s.roots)) {

@@ -130,8 +130,8 @@ func newLiveWorld(t *testing.T, p liveParams) *liveWorld {
 	// The upstreams live on loopback: take loopback out of the guard's deny
 	// ranges. A reload keeps these settings and replaces only the hosts and
 	// the added ranges (upstream.deny), which Open set.
-	w.s.dialer.cur.Store(&guard.Dialer{Hosts: w.s.engine.UpstreamHosts(), Deny: withoutLoopback(guard.DefaultDeny()),
-		ExtraDeny: w.s.dialer.cur.Load().ExtraDeny, Self: func() []netip.Addr { return nil }})
+	w.s.dialer.Store(&guard.Dialer{Hosts: w.s.engine.UpstreamHosts(), Deny: withoutLoopback(guard.DefaultDeny()),
+		ExtraDeny: w.s.dialer.Load().ExtraDeny, Self: func() []netip.Addr { return nil }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.s.Run(ctx); close(done) }()
@@ -331,7 +331,7 @@ func TestUpstreamDenyApplies(t *testing.T) {
 	if code, reason, _ := w.post(t, "api.example.test", "hi"); code != http.StatusForbidden || reason != gateway.ReasonAddressNotAllowed {
 		t.Fatalf("denied on reload: %d %q, want 403 %s", code, reason, gateway.ReasonAddressNotAllowed)
 	}
-	if d := w.s.dialer.load(); d.Deny == nil || len(d.ExtraDeny) != 1 {
+	if d := w.s.dialer.Load(); d.Deny == nil || len(d.ExtraDeny) != 1 {
 		t.Fatalf("the reload lost the dialer's other settings: %+v", d)
 	}
 }

@@ -57,7 +57,7 @@ type Server struct {
 	// dialer and scanner are the gateway's, swapped on reload (swap.go);
 	// roots are the upstream roots in use. staged is what loadPolicy built for
 	// the reload under way (reload.go).
-	dialer  *dialerHolder
+	dialer  *guard.Holder
 	scanner *scanner.Holder
 	roots   *x509.CertPool
 	staged  *stagedReload
@@ -99,7 +99,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.policy = rules.NewHolder(engine)
-	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
+	s.dialer = guard.NewHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
 	s.roots = roots
 	s.gw = &gateway.Gateway{
 		Policy:  s.policy,
