@@ -35,4 +35,3 @@ func ProxyURL(raw string) string {
 	}
 	return raw
 }
-
