@@ -116,7 +116,7 @@ func TestServeSandboxResolver(t *testing.T) {
 	var got []string
 	deadline := time.Now().Add(5 * time.Second)
 	for len(got) < 2 && time.Now().Before(deadline) {
-		page, err := s.ops.store.ListIncidents(context.Background(), store.IncidentFilter{Kind: "dns"})
+		page, err := s.ops.Store.ListIncidents(context.Background(), store.IncidentFilter{Kind: "dns"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,8 +77,8 @@ func newReplicaWorldIn(t *testing.T, n int, dir, tenant string) *replicaWorld {
 		}
 		// Each replica must hear of a reload from its peers, not its own poll.
 		s.watch.Interval = time.Hour
-		s.ops.store.Replica = fmt.Sprintf("replica-%d", i)
-		s.repl.ID = s.ops.store.Replica
+		s.ops.Store.Replica = fmt.Sprintf("replica-%d", i)
+		s.repl.ID = s.ops.Store.Replica
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { s.Run(ctx); close(done) }()
@@ -173,7 +173,7 @@ func TestReplicasAgree(t *testing.T) {
 		t.Fatalf("before approval, CONNECT through c: %d", got)
 	}
 
-	x, err := a.ops.store.CreateAccessRequest(ctx, store.AccessRequest{Tenant: "acme", Host: "grant.example.test",
+	x, err := a.ops.Store.CreateAccessRequest(ctx, store.AccessRequest{Tenant: "acme", Host: "grant.example.test",
 		ExpiresAt: time.Now().Add(time.Hour), Justification: "fixture"})
 	if err != nil {
 		t.Fatal(err)

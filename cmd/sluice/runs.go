@@ -33,7 +33,7 @@ func (s *Server) currentConfig() *config.Config {
 // before the proxy serves, so that a restart keeps every live run's token working.
 func (s *Server) openRuns() error {
 	s.runs = &runs.Service{
-		Store:  runstore.New(s.ops.store),
+		Store:  runstore.New(s.ops.Store),
 		Engine: func() *rules.Engine { return s.policy.Engine() },
 		Resolve: func(in rules.PolicyInput) (*rules.EffectivePolicy, error) {
 			cfg := s.currentConfig()

@@ -16,9 +16,11 @@ import (
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/incidentsink"
+	"github.com/sluice-egress/sluice/internal/ops"
 	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/internal/replica"
 	"github.com/sluice-egress/sluice/internal/sandboxnet"
@@ -44,7 +46,8 @@ type Server struct {
 	gw      *gateway.Gateway
 	proxyLn net.Listener
 	events  *incidentsink.Sink
-	ops     ops // the incident store, metrics and admin listener (admin.go)
+	ops     ops.Ops            // the incident store and the admin listener (admin.go)
+	metrics *dashboard.Metrics // set by openStore
 	// policy is the gateway's swappable Policy; reload swaps it, when watch
 	// (nil without a file) calls it.
 	policy *rules.Holder
@@ -89,7 +92,7 @@ func (s *Server) Open() error {
 	}
 	defer func() {
 		if s.proxyLn == nil { // Open failed after the store opened
-			s.closeOps(context.Background())
+			s.ops.Close(context.Background())
 			if s.sandbox != nil {
 				s.sandbox.Close()
 			}
@@ -107,7 +110,7 @@ func (s *Server) Open() error {
 		Dialer:  s.countBytes(s.dialer),
 		RootCAs: roots,
 		Events:  s.withAlerts(s.events),
-		OnScan:  s.ops.metrics.ObserveScan,
+		OnScan:  s.metrics.ObserveScan,
 		// Bodies are held in memory while scanned: bound them all together.
 		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
 		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
@@ -213,8 +216,8 @@ func (s *Server) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
 	s.sandbox.Serve(ctx)
-	s.serveOps(ctx)
-	defer s.closeOps(context.Background())
+	s.ops.Serve(ctx)
+	defer s.ops.Close(context.Background())
 	if s.watch != nil {
 		rctx, stopReload := context.WithCancel(ctx)
 		defer stopReload()
@@ -239,11 +242,11 @@ func (s *Server) Run(ctx context.Context) error {
 	s.Logger.Info("shutting down", "open_tunnels", s.gw.OpenTunnels(), "drain_timeout", drain)
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	s.ops.draining.Store(true) // /readyz fails from now on
+	s.ops.Drain() // /readyz fails from now on
 	s.sandbox.Shutdown(sctx)
 	err := s.gw.Shutdown(sctx)
 	<-errc
-	s.closeOps(context.Background()) // drains the incident writer
+	s.ops.Close(context.Background()) // drains the incident writer
 	s.closeAlerts()
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.Logger.Warn("drain timeout: closed the tunnels still open")

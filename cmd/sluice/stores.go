@@ -55,7 +55,7 @@ func existingStore(ctx context.Context, cfg *config.Config) (*store.Store, error
 // publish their version, and the metrics show the agreement. Call it after
 // openRuns and openAdmin.
 func (s *Server) openReplication() {
-	st := s.ops.store
+	st := s.ops.Store
 	if st == nil || !st.Notifies() {
 		return
 	}
@@ -82,7 +82,7 @@ func (s *Server) openReplication() {
 			}
 		}
 	}
-	s.ops.metrics.Registry.MustRegister(r.Collectors()...)
+	s.metrics.Registry.MustRegister(r.Collectors()...)
 }
 
 // fileVersion is the version of the policy file as last loaded: the first

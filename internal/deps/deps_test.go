@@ -25,7 +25,7 @@ var layers = [][]string{
 	{"gateway", "runs"},
 	// What serves or calls the service.
 	{"dashboard", "internal/runstore", "internal/apiclient", "internal/replica", "internal/incidentsink",
-		"internal/sandboxnet"},
+		"internal/sandboxnet", "internal/ops"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
 	{"internal/benchharness"},
@@ -55,6 +55,7 @@ var forbidden = map[string][]string{
 	"internal/replica":      {"config", "dashboard", "runs", "cmd/sluice"},
 	"internal/incidentsink": {"store", "dashboard", "config", "runs", "cmd/sluice"},
 	"internal/sandboxnet":   {"store", "dashboard", "config", "cmd/sluice"},
+	"internal/ops":          {"gateway", "dashboard", "config", "runs", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},
