@@ -30,6 +30,10 @@ func TestRestartOnly(t *testing.T) {
 			c.Limits.KeepaliveIdleTimeout = Duration(time.Minute)
 		}, []string{"limits.keepalive_idle_timeout", "limits.max_conns_per_client"}},
 		{"http2", func(c *Config) { c.HTTP2.Disable = true }, []string{"http2.disable"}},
+		{"dns but its sources", func(c *Config) {
+			c.DNS.Sources = []DNSSource{{CIDR: "10.0.0.0/8", Tenant: "default"}}
+			c.DNS.Names = []string{"gw.example.test"}
+		}, []string{"dns.names"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

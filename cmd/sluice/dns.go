@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/netip"
-	"reflect"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
@@ -52,16 +51,11 @@ func staticSources(cfg *config.Config) map[netip.Prefix]sandboxdns.Identity {
 	return m
 }
 
-// reloadSandbox applies a reloaded config's dns.sources; listeners and the resolver's
-// other settings need a restart, which it says.
+// reloadSandbox applies a reloaded config's dns.sources (the resolver's other
+// settings are config.RestartOnly).
 func (s *Server) reloadSandbox(cfg *config.Config) {
 	if s.sandbox != nil {
 		s.sandbox.Table.SetStatic(staticSources(cfg))
-	}
-	was, now := s.Config.DNS, cfg.DNS
-	was.Sources, now.Sources = nil, nil
-	if !reflect.DeepEqual(was, now) {
-		s.Logger.Warn("policy reloaded, but these settings apply only after a restart", "keys", []string{"dns (but dns.sources)"})
 	}
 }
 

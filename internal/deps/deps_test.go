@@ -22,7 +22,7 @@ var layers = [][]string{
 	// What builds on the policy model and the scanner.
 	{"config", "derive", "phantom", "ca/stepca"},
 	// The hot path, and the service in the middle.
-	{"gateway", "runs"},
+	{"gateway", "runs", "internal/explain"},
 	// What serves or calls the service.
 	{"dashboard", "internal/runstore", "internal/apiclient", "internal/replica", "internal/incidentsink",
 		"internal/sandboxnet", "internal/ops"},
@@ -56,6 +56,7 @@ var forbidden = map[string][]string{
 	"internal/incidentsink": {"store", "dashboard", "config", "runs", "cmd/sluice"},
 	"internal/sandboxnet":   {"store", "dashboard", "config", "cmd/sluice"},
 	"internal/ops":          {"gateway", "dashboard", "config", "runs", "cmd/sluice"},
+	"internal/explain":      {"gateway", "store", "dashboard", "config", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},
