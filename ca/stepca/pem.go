@@ -5,7 +5,29 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"os"
 )
+
+// LoadFiles sets c's Root and Key from PEM files: the root certificate and
+// the provisioner's key. Errors name which file (root_file or
+// provisioner_key_file, as the config calls them), never the key.
+func (c *Client) LoadFiles(rootFile, keyFile string) error {
+	b, err := os.ReadFile(rootFile)
+	if err == nil {
+		c.Root, err = ParseRootPEM(b)
+	}
+	if err != nil {
+		return fmt.Errorf("root_file: %w", err)
+	}
+	if b, err = os.ReadFile(keyFile); err == nil {
+		c.Key, err = ParseKeyPEM(b)
+	}
+	if err != nil {
+		return fmt.Errorf("provisioner_key_file: %w", err)
+	}
+	return nil
+}
 
 // ParseRootPEM reads the step-ca root certificate (the first PEM block).
 func ParseRootPEM(b []byte) (*x509.Certificate, error) {

@@ -44,3 +44,12 @@ func TestParseKeyPEM(t *testing.T) {
 		t.Error("a key parsed as the root certificate")
 	}
 }
+
+// LoadFiles names the file that failed, as the config calls it.
+func TestLoadFilesNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	var c Client
+	if err := c.LoadFiles(dir+"/missing-root.pem", dir+"/key.pem"); err == nil || !strings.HasPrefix(err.Error(), "root_file: ") {
+		t.Fatalf("missing root: %v", err)
+	}
+}

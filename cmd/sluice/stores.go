@@ -104,26 +104,14 @@ func stepCAIssuers(cfg *config.Config) (map[string]ca.Issuer, error) {
 			continue
 		}
 		sc := t.StepCA
-		rootPEM, err := os.ReadFile(cfg.ResolvePath(sc.RootFile))
-		if err != nil {
-			return nil, fmt.Errorf("tenants.%s.step_ca.root_file: %w", name, err)
-		}
-		root, err := stepca.ParseRootPEM(rootPEM)
-		if err != nil {
-			return nil, fmt.Errorf("tenants.%s.step_ca.root_file: %w", name, err)
-		}
-		keyPEM, err := os.ReadFile(cfg.ResolvePath(sc.ProvisionerKeyFile))
-		if err != nil {
-			return nil, fmt.Errorf("tenants.%s.step_ca.provisioner_key_file: %w", name, err)
-		}
-		key, err := stepca.ParseKeyPEM(keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("tenants.%s.step_ca.provisioner_key_file: %w", name, err)
+		c := &stepca.Client{URL: sc.URL, Provisioner: sc.Provisioner, KeyID: sc.KeyID, TTL: sc.TTL()}
+		if err := c.LoadFiles(cfg.ResolvePath(sc.RootFile), cfg.ResolvePath(sc.ProvisionerKeyFile)); err != nil {
+			return nil, fmt.Errorf("tenants.%s.step_ca.%w", name, err)
 		}
 		if out == nil {
 			out = map[string]ca.Issuer{}
 		}
-		out[name] = &stepca.Client{URL: sc.URL, Root: root, Provisioner: sc.Provisioner, Key: key, KeyID: sc.KeyID, TTL: sc.TTL()}
+		out[name] = c
 	}
 	return out, nil
 }

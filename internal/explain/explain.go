@@ -1,6 +1,6 @@
-// Package explain renders for operators what the policy commands show: a
-// tenant's effective policy with where each entry comes from, and the
-// shipped presets.
+// Package explain renders for operators what the offline commands show: a
+// tenant's effective policy with where each entry comes from, the shipped
+// presets, and the scanner's findings in files.
 package explain
 
 import (
