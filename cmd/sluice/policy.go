@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
@@ -106,22 +106,14 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	pf.register(fs)
 	method := fs.String("method", "GET", "request method")
 	// The URL may come before, between or after the flags.
-	var target string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if target != "" {
-			return fmt.Errorf("%w: one URL only", errUsage)
-		}
-		target, args = fs.Arg(0), fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
+	if len(pos) > 1 {
+		return fmt.Errorf("%w: one URL only", errUsage)
+	}
+	target := strings.Join(pos, "")
 	if target == "" {
 		return fmt.Errorf("%w: sluice policy check --tenant T [--class C] URL [--method M]", errUsage)
 	}

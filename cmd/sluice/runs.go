@@ -22,8 +22,8 @@ const (
 // the server started with.
 func (s *Server) currentConfig() *config.Config {
 	if s.reload != nil {
-		if cfg := s.reload.current.Load(); cfg != nil {
-			return cfg
+		if st, ok := s.reload.Current(); ok {
+			return st.cfg
 		}
 	}
 	return s.Config

@@ -51,19 +51,17 @@ type Server struct {
 	// policy is the gateway's swappable Policy; reload swaps it, when watch
 	// (nil without a file) calls it.
 	policy *rules.Holder
-	reload *reloader
+	reload *reload.Swap[*stagedReload]
 	watch  *reload.Watcher
 	runs   *runs.Service // runs, access decisions and grants (runs.go)
 	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
 	phantoms *phantom.Registry
 	// dialer and scanner are the gateway's, swapped on reload (swap.go);
-	// roots are the upstream roots in use. staged is what loadPolicy built for
-	// the reload under way (reload.go).
+	// roots are the upstream roots in use (reload.go).
 	dialer  *guard.Holder
 	scanner *scanner.Holder
 	roots   *x509.CertPool
-	staged  *stagedReload
 	// sandbox is the resolver and the transparent listeners (dns.go); nil
 	// before openSandbox.
 	sandbox *sandboxnet.Net
@@ -144,8 +142,8 @@ func (s *Server) Open() error {
 		}
 	}
 	if cfg.Path != "" {
-		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyReload, Logger: s.Logger}
-		s.reload.current.Store(cfg)
+		s.reload = &reload.Swap[*stagedReload]{Path: cfg.Path, Load: s.loadPolicy, RestartOnly: restartOnly, Apply: s.applyReload, Logger: s.Logger}
+		s.reload.Store(&stagedReload{engine: engine, cfg: cfg})
 		s.watch = &reload.Watcher{Path: cfg.Path, Reload: s.reload.Reload}
 		s.watch.Start()
 	}
