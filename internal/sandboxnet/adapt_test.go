@@ -11,7 +11,10 @@ import (
 
 type sinkFunc func(incident.Incident)
 
-func (f sinkFunc) Emit(_ context.Context, in incident.Incident) (string, error) { f(in); return "", nil }
+func (f sinkFunc) Emit(_ context.Context, in incident.Incident) (string, error) {
+	f(in)
+	return "", nil
+}
 
 // A doctor's probe name is counted, not stored; a name that carries data is
 // an incident even under the probe label (the label is no way to hide it).
