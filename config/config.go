@@ -50,6 +50,10 @@ type Config struct {
 	Alerts Alerts `yaml:"alerts"`
 	// Dashboard configures the dashboard's users and sessions.
 	Dashboard Dashboard `yaml:"dashboard"`
+	// Limits bound time, sizes and connections per client, tenant and request (limits.go).
+	Limits Limits `yaml:"limits"`
+	// HTTP2 bounds clients speaking HTTP/2 inside inspected tunnels (limits.go).
+	HTTP2 HTTP2 `yaml:"http2"`
 	// DNS configures the sandboxes' resolver and their source addresses (dns.go).
 	DNS DNS `yaml:"dns"`
 	// Review configures refusals and the sandboxes' access requests (review.go).
@@ -168,6 +172,7 @@ func (c *Config) applyDefaults() {
 	set("scanning.on_oversize", func() { c.Scanning.OnOversize = OnOversizeBlock })
 	set("scanning.max_inflight_bytes", func() { c.Scanning.MaxInflightBytes = DefaultMaxInflightBytes })
 	set("store.retention", func() { c.Store.Retention = DefaultRetention })
+	set("store.incident_timeout", func() { c.Store.IncidentTimeout = DefaultIncidentTimeout })
 	set("dashboard.session_ttl", func() { c.Dashboard.SessionTTL = DefaultSessionTTL })
 	for _, t := range c.Tenants {
 		if t == nil {

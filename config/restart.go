@@ -1,8 +1,16 @@
 package config
 
+import (
+	"reflect"
+	"slices"
+	"strings"
+)
+
 // RestartOnly names the settings that differ between c, the config in force, and next
-// but that a reload does not apply: the listeners, the CA settings and the bound on the
-// bytes held for scanning. Upstream, scanning and the tenants apply live. A nil c
+// but that a reload does not apply: the listeners, the CA settings, the bound on the
+// bytes held for scanning, the store, the gateway's limits and HTTP/2 settings (read
+// by its servers and listeners as they start) and the resolver's settings. Upstream,
+// scanning (the body limit included), dns.sources and the tenants apply live. A nil c
 // names nothing.
 func (c *Config) RestartOnly(next *Config) []string {
 	if c == nil || next == nil {
@@ -15,14 +23,28 @@ func (c *Config) RestartOnly(next *Config) []string {
 	if c.CA != next.CA {
 		changed = append(changed, "ca")
 	}
-	// The gateway's bound on the bytes held for scanning is a semaphore sized once;
-	// bodies of unknown length reserve the max_body_bytes of start-up from it (the
-	// scanner itself applies the new limit).
+	// The gateway's bound on the bytes held for scanning is a semaphore sized once.
 	if c.Scanning.MaxInflightBytes != next.Scanning.MaxInflightBytes {
 		changed = append(changed, "scanning.max_inflight_bytes")
 	}
-	if c.Scanning.MaxBodyBytes != next.Scanning.MaxBodyBytes && c.Scanning.MaxInflightBytes > 0 {
-		changed = append(changed, "scanning.max_body_bytes")
-	}
+	changed = append(changed, changedKeys("store", c.Store, next.Store)...)
+	changed = append(changed, changedKeys("limits", c.Limits, next.Limits)...)
+	changed = append(changed, changedKeys("http2", c.HTTP2, next.HTTP2)...)
+	// The resolver is built once; only the sources table is refilled.
+	changed = append(changed, changedKeys("dns", c.DNS, next.DNS, "sources")...)
 	return changed
+}
+
+// changedKeys names the fields of two structs that differ, by their YAML keys under
+// prefix, leaving out the keys in live (those a reload applies).
+func changedKeys[T any](prefix string, a, b T, live ...string) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var keys []string
+	for i := range va.NumField() {
+		name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("yaml"), ",")
+		if !slices.Contains(live, name) && !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			keys = append(keys, prefix+"."+name)
+		}
+	}
+	return keys
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestRestartOnly(t *testing.T) {
@@ -19,7 +20,20 @@ func TestRestartOnly(t *testing.T) {
 		{"listen", func(c *Config) { c.Listen.Proxy = "127.0.0.1:1" }, []string{"listen"}},
 		{"ca", func(c *Config) { c.CA.PassphraseEnv = "PASS" }, []string{"ca"}},
 		{"inflight", func(c *Config) { c.Scanning.MaxInflightBytes++ }, []string{"scanning.max_inflight_bytes"}},
-		{"body", func(c *Config) { c.Scanning.MaxBodyBytes++ }, []string{"scanning.max_body_bytes"}},
+		{"body limit applies live", func(c *Config) {
+			c.Scanning.MaxBodyBytes++
+			c.Scanning.OnOversize = OnOversizeForward
+		}, nil},
+		{"store", func(c *Config) { c.Store.IncidentTimeout = Duration(time.Second) }, []string{"store.incident_timeout"}},
+		{"limits", func(c *Config) {
+			c.Limits.MaxConnsPerClient = 10
+			c.Limits.KeepaliveIdleTimeout = Duration(time.Minute)
+		}, []string{"limits.keepalive_idle_timeout", "limits.max_conns_per_client"}},
+		{"http2", func(c *Config) { c.HTTP2.Disable = true }, []string{"http2.disable"}},
+		{"dns but its sources", func(c *Config) {
+			c.DNS.Sources = []DNSSource{{CIDR: "10.0.0.0/8", Tenant: "default"}}
+			c.DNS.Names = []string{"gw.example.test"}
+		}, []string{"dns.names"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,18 @@ const DefaultRetention = Period(90 * 24 * time.Hour)
 // incidents before anyone could triage them.
 const MinRetention = Period(time.Hour)
 
+// DefaultIncidentTimeout is store.incident_timeout when absent: how long a refused
+// request waits for its incident to be committed. Long enough for a batch behind a busy
+// disk, short enough that a stalled store refuses requests (fail closed) instead of
+// hanging them.
+const DefaultIncidentTimeout = Duration(2 * time.Second)
+
+// Bounds of store.incident_timeout.
+const (
+	MinIncidentTimeout = 100 * time.Millisecond
+	MaxIncidentTimeout = time.Minute
+)
+
 // Store drivers.
 const (
 	// StoreSQLite keeps the store in DataDir/sluice.db: one node, nothing to run beside it.
@@ -36,6 +48,9 @@ type Store struct {
 	DSNFile string `yaml:"dsn_file"`
 	// DSNEnv names the environment variable holding the connection string.
 	DSNEnv string `yaml:"dsn_env"`
+	// IncidentTimeout bounds the wait for an incident's commit: past it the request is
+	// refused as unrecorded (fail closed). Default DefaultIncidentTimeout; 100ms to 1m.
+	IncidentTimeout Duration `yaml:"incident_timeout"`
 }
 
 func (v *validator) storeConfig() {

@@ -83,6 +83,7 @@ func (v *validator) config() {
 		v.fail("ca.leaf_ttl", "must not be negative")
 	}
 	v.storeConfig()
+	v.limits()
 	v.stepCAConfig()
 	v.dashboard()
 	v.alerts()

@@ -48,3 +48,17 @@ func TestProven(t *testing.T) {
 		}
 	}
 }
+
+// A report with a probe that did not pass fails, as does one with no probe.
+func TestReport(t *testing.T) {
+	var b strings.Builder
+	if err := Report(nil, &b); err == nil {
+		t.Fatal("an empty report passed")
+	}
+	if got := ProxyURL("gw.example.test:3128"); got != "http://gw.example.test:3128" {
+		t.Fatalf("ProxyURL = %q", got)
+	}
+	if got := ProxyURL("https://gw.example.test"); got != "https://gw.example.test" {
+		t.Fatalf("ProxyURL = %q", got)
+	}
+}

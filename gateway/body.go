@@ -42,8 +42,8 @@ func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, id rules.Ide
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return r, nil, true
 	}
-	limit := g.bodyLimit()
-	if g.Scanner != nil && !g.ForwardOversize && r.ContentLength > limit {
+	limit, forward := g.scanLimits()
+	if g.Scanner != nil && !forward && r.ContentLength > limit {
 		inc, _ := g.recordFinding(r.Context(), r, id, host, port, r.URL.Path, scanner.Finding{
 			Kind: scanner.KindOversize, Rule: scanner.RuleOversize, Where: "body", Action: scanner.Block,
 			Snippet: fmt.Sprintf("declared %d bytes, over %d", r.ContentLength, limit)})
@@ -97,11 +97,37 @@ func (g *Gateway) scanBudget() *scanBudget {
 	return g.budget
 }
 
-func (g *Gateway) bodyLimit() int64 {
-	if g.ScanBodyLimit > 0 {
-		return g.ScanBodyLimit
+// scanLimits returns ScanBodyLimit, or its default, and ForwardOversize.
+func (g *Gateway) scanLimits() (limit int64, forwardOversize bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	limit = g.ScanBodyLimit
+	if limit <= 0 {
+		limit = scanner.DefaultMaxBodyBytes
 	}
-	return scanner.DefaultMaxBodyBytes
+	return limit, g.ForwardOversize
+}
+
+func (g *Gateway) bodyLimit() int64 {
+	limit, _ := g.scanLimits()
+	return limit
+}
+
+// rawBodyLimit is ScanBodyLimit as set, zero included.
+func (g *Gateway) rawBodyLimit() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ScanBodyLimit
+}
+
+// SetScanBodyLimit changes ScanBodyLimit and ForwardOversize while the
+// gateway serves (a reload of the scanner's body limit and on_oversize);
+// requests under way keep theirs. Each request reserves scan memory by the
+// limit it read, and gives back what it reserved.
+func (g *Gateway) SetScanBodyLimit(n int64, forwardOversize bool) {
+	g.mu.Lock()
+	g.ScanBodyLimit, g.ForwardOversize = n, forwardOversize
+	g.mu.Unlock()
 }
 
 func (g *Gateway) scanWait() time.Duration {

@@ -87,7 +87,8 @@ type Gateway struct {
 	// ScanBodyLimit is the scanner's max_body_bytes: a body reserves at most
 	// this plus one byte (what the scanner reads), and a larger declared
 	// Content-Length is refused at once (see ForwardOversize). Zero:
-	// scanner.DefaultMaxBodyBytes.
+	// scanner.DefaultMaxBodyBytes. Set it before serving; while serving,
+	// change it only with SetScanBodyLimit.
 	ScanBodyLimit int64
 	// ScanWait is how long a request may wait for scan memory. Zero: 10s.
 	ScanWait time.Duration
@@ -113,6 +114,7 @@ type Gateway struct {
 	// request whose declared Content-Length is over ScanBodyLimit at once
 	// with 413 (body-too-large), without reading it; true lets the scanner
 	// read and scan the first ScanBodyLimit bytes and forward the rest.
+	// While serving, change it only with SetScanBodyLimit.
 	ForwardOversize bool
 	// HTTP2 limits clients that speak HTTP/2 inside inspected tunnels
 	// (h2.go). Zero: h2 offered, with safe limits.
@@ -138,7 +140,7 @@ type Gateway struct {
 	conns       connCounts
 
 	mu         sync.Mutex
-	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs and MaxWebSocketMessage are read under mu
+	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs, MaxWebSocketMessage, ScanBodyLimit and ForwardOversize are read under mu
 	tunnels    map[*tunnel]struct{}
 	draining   bool
 	server     *http.Server

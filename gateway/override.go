@@ -62,7 +62,7 @@ func (g *Gateway) methodOverrides(r *http.Request, q rules.Query) []string {
 	if g.Policy.Decide(probe).Action == rules.Allow {
 		return out // any method goes: no override can matter
 	}
-	if m, ok := bodyOverrides(r, max(maxFormPeek, g.ScanBodyLimit)); ok {
+	if m, ok := bodyOverrides(r, max(maxFormPeek, g.rawBodyLimit())); ok {
 		return append(out, m...)
 	}
 	return append(out, unreadableMethod)

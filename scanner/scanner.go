@@ -187,40 +187,6 @@ type Result struct {
 	Path string
 }
 
-// Reasons a finding gives for a refusal (the Sluice-Reason header), by kind.
-const (
-	ReasonCanary    = "canary-detected"
-	ReasonPhantom   = "phantom-misuse"
-	ReasonSecret    = "secret-detected"
-	ReasonExfilLink = "exfil-link"
-	ReasonOversize  = "body-too-large"
-	ReasonExfilHost = "exfil-hostname"
-	ReasonInjection = "prompt-injection"
-)
-
-// reasons is the one table of the reasons findings give, by kind, strongest
-// first: a blocked request gives the first one among its blocking findings.
-var reasons = []struct{ kind, reason string }{
-	{KindCanary, ReasonCanary},
-	{KindPhantom, ReasonPhantom},
-	{KindSecret, ReasonSecret},
-	{KindExfilHost, ReasonExfilHost},
-	{KindExfilLink, ReasonExfilLink},
-	{KindInjection, ReasonInjection},
-	{KindOversize, ReasonOversize},
-}
-
-// KindReason is the reason a finding of this kind gives; ReasonSecret for a
-// kind without its own.
-func KindReason(kind string) string {
-	for _, r := range reasons {
-		if r.kind == kind {
-			return r.reason
-		}
-	}
-	return ReasonSecret
-}
-
 // Scan reads the request's URL, headers and body (up to the limit) and
 // returns the findings and what to forward. An error means the request was
 // not fully checked: fail closed.
@@ -456,17 +422,6 @@ func hasBodyRedaction(fs []Finding) bool {
 		}
 	}
 	return false
-}
-
-func reasonFor(fs []Finding) string {
-	for _, r := range reasons {
-		for _, f := range fs {
-			if f.Kind == r.kind && f.Action == Block {
-				return r.reason
-			}
-		}
-	}
-	return ReasonSecret
 }
 
 // ScanText scans a file's or stdin's content: JSON is walked, anything else

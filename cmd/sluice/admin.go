@@ -7,33 +7,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
-
-// ops is what serve runs beside the proxy: the incident store and its
-// writer, retention, the metrics and the admin listener (health, metrics,
-// and the dashboard when it mounts there).
-type ops struct {
-	store   *store.Store
-	writer  *store.Writer
-	metrics *dashboard.Metrics
-	adminLn net.Listener
-	admin   *http.Server
-
-	draining  atomic.Bool
-	stop      context.CancelFunc // ends retention
-	done      sync.WaitGroup
-	closeOnce sync.Once
-}
 
 // openStore opens the incident store (DataDir/sluice.db, or PostgreSQL), the batching
 // writer behind the gateway's EventSink and the metrics. A store that cannot
@@ -44,33 +27,34 @@ func (s *Server) openStore() error {
 		return fmt.Errorf("incident store: %w", err)
 	}
 	o := &s.ops
-	o.store = st
-	o.metrics = dashboard.NewMetrics(dashboard.MetricsOptions{
+	o.Store, o.Logger, o.Retention = st, s.Logger, time.Duration(s.Config.Store.Retention)
+	s.metrics = dashboard.NewMetrics(dashboard.MetricsOptions{
 		OpenTunnels: func() int {
 			if s.gw == nil {
 				return 0
 			}
 			return s.gw.OpenTunnels()
 		},
-		QueueDepth: func() int { return o.writer.Depth() },
+		QueueDepth: func() int { return o.Writer.Depth() },
 	})
-	o.writer = &store.Writer{Store: st, Logger: s.Logger, OnBatch: o.metrics.ObserveBatch}
-	s.cas.OnLeaf = o.metrics.ObserveLeaf
+	o.Writer = &store.Writer{Store: st, Logger: s.Logger, OnBatch: s.metrics.ObserveBatch}
+	s.cas.OnLeaf = s.metrics.ObserveLeaf
 	// Incidents the store could not take in time: each one refused a
 	// request (fail closed), so an operator must see them rise.
 	unrecorded := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sluice_incidents_unrecorded_total",
 		Help: "Incidents the store could not commit in time; the requests they belonged to were refused.",
 	})
-	o.metrics.Registry.MustRegister(unrecorded)
-	s.events = &incidentSink{Writer: o.writer, Metrics: o.metrics, Logger: s.Logger, OnUnrecorded: unrecorded.Inc}
+	s.metrics.Registry.MustRegister(unrecorded)
+	s.events = &incidentsink.Sink{Writer: o.Writer, Metrics: s.metrics, Logger: s.Logger, OnUnrecorded: unrecorded.Inc,
+		Timeout: time.Duration(s.Config.Store.IncidentTimeout)}
 	return nil
 }
 
 // countBytes wraps the upstream dialer so that the metrics count the bytes
 // on every upstream connection.
 func (s *Server) countBytes(d gateway.Dialer) gateway.Dialer {
-	return &gateway.CountingDialer{Dialer: d, Sent: s.ops.metrics.AddSent, Received: s.ops.metrics.AddReceived}
+	return &gateway.CountingDialer{Dialer: d, Sent: s.metrics.AddSent, Received: s.metrics.AddReceived}
 }
 
 // openAdmin binds the admin listener and hooks the policy reloads into the
@@ -79,9 +63,9 @@ func (s *Server) openAdmin() error {
 	o := &s.ops
 	if s.watch != nil {
 		if prev := s.watch.OnResult; prev != nil {
-			s.watch.OnResult = func(ok bool) { o.metrics.PolicyReload(ok); prev(ok) }
+			s.watch.OnResult = func(ok bool) { s.metrics.PolicyReload(ok); prev(ok) }
 		} else {
-			s.watch.OnResult = o.metrics.PolicyReload
+			s.watch.OnResult = s.metrics.PolicyReload
 		}
 	}
 	ln, err := net.Listen("tcp", s.Config.Listen.Admin)
@@ -93,8 +77,8 @@ func (s *Server) openAdmin() error {
 		ln.Close()
 		return err
 	}
-	o.adminLn = ln
-	o.admin = &http.Server{
+	o.AdminLn = ln
+	o.Admin = &http.Server{
 		Handler:           dashboard.NewRouter(s.dashboardOptions(users)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -107,8 +91,8 @@ func (s *Server) openAdmin() error {
 func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 	engine := func() *rules.Engine { return s.policy.Engine() }
 	return dashboard.Options{
-		Metrics: s.ops.metrics, Ready: s.ready, Logger: s.Logger,
-		Store:      s.ops.store,
+		Metrics: s.metrics, Ready: s.ready, Logger: s.Logger,
+		Store:      s.ops.Store,
 		Engine:     engine,
 		Users:      users,
 		Identify:   func(user, token string) (rules.Identity, error) { return s.policy.Identify(user, token) },
@@ -119,12 +103,12 @@ func (s *Server) dashboardOptions(users []dashboard.User) dashboard.Options {
 }
 
 // AdminAddr is the bound admin address (useful with port 0).
-func (s *Server) AdminAddr() string { return s.ops.adminLn.Addr().String() }
+func (s *Server) AdminAddr() string { return s.ops.AdminLn.Addr().String() }
 
 // ready is /readyz: the policy, every tenant's CA and the store answer, and
 // the gateway is not shutting down.
 func (s *Server) ready(ctx context.Context) error {
-	if s.ops.draining.Load() {
+	if s.ops.Draining() {
 		return errors.New("shutting down")
 	}
 	if s.policy.Engine() == nil {
@@ -135,56 +119,10 @@ func (s *Server) ready(ctx context.Context) error {
 			return fmt.Errorf("tenant %s: CA unavailable", t)
 		}
 	}
-	if err := s.replicaReady(); err != nil {
-		return err
+	if s.repl != nil {
+		if err := s.repl.Ready(); err != nil {
+			return err
+		}
 	}
-	return s.ops.store.Ping(ctx)
-}
-
-// serveOps starts the admin listener and the retention loop.
-func (s *Server) serveOps(ctx context.Context) {
-	o := &s.ops
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	o.stop = stop
-	ret := &store.Retention{Store: o.store, MaxAge: time.Duration(s.Config.Store.Retention), Logger: s.Logger}
-	o.done.Go(func() { ret.Run(rctx) })
-	o.done.Go(func() {
-		if err := o.admin.Serve(o.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.Logger.Error("admin listener", "err", err)
-		}
-	})
-}
-
-// closeOps drains the incident writer (every incident already handed to it
-// is committed), then stops the admin listener and closes the store. Call it
-// after the proxy has stopped; it is safe to call twice.
-func (s *Server) closeOps(ctx context.Context) {
-	o := &s.ops
-	o.draining.Store(true)
-	o.closeOnce.Do(func() {
-		if o.writer != nil {
-			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			if err := o.writer.Close(wctx); err != nil {
-				s.Logger.Error("incident writer: not drained", "queued", o.writer.Depth(), "err", err)
-			}
-			cancel()
-		}
-		if o.admin != nil {
-			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			o.admin.Shutdown(actx)
-			cancel()
-		}
-		if o.adminLn != nil {
-			o.adminLn.Close() // never served when Open failed after binding it
-		}
-		if o.stop != nil {
-			o.stop()
-		}
-		o.done.Wait()
-		if o.store != nil {
-			if err := o.store.Close(); err != nil {
-				s.Logger.Error("incident store: close", "err", err)
-			}
-		}
-	})
+	return s.ops.Store.Ping(ctx)
 }

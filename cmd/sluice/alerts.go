@@ -34,7 +34,7 @@ func (s *Server) openAlerts() error {
 	s.alerts = &alert.Sink{
 		Webhooks:     hooks,
 		DashboardURL: ac.DashboardURL,
-		OnResult:     s.ops.metrics.AlertResult,
+		OnResult:     s.metrics.AlertResult,
 		Logger:       s.Logger,
 	}
 	return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/phantom"
@@ -119,25 +118,13 @@ func tenantPhantomEnv(cfg *config.Config, tenant string) ([]string, error) {
 	return reg.Mint(tenant, "")
 }
 
-// maskPhantoms hides the phantoms in env lines printed at start-up: they are
-// worth nothing outside the gateway, but they stay out of logs all the same.
+// maskPhantoms hides the tenant's phantoms in env lines printed at start-up.
 func maskPhantoms(cfg *config.Config, tenant string, lines []string) []string {
-	t := cfg.Tenants[tenant]
-	if t == nil {
-		return lines
-	}
-	names := map[string]bool{}
-	for i := range t.Credentials {
-		for _, n := range t.Credentials[i].EnvNames() {
-			names[n] = true
+	var names []string
+	if t := cfg.Tenants[tenant]; t != nil {
+		for i := range t.Credentials {
+			names = append(names, t.Credentials[i].EnvNames()...)
 		}
 	}
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = l
-		if k, _, ok := strings.Cut(l, "="); ok && names[k] {
-			out[i] = k + "=**** (phantom)"
-		}
-	}
-	return out
+	return phantom.MaskEnv(lines, names)
 }

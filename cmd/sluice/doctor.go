@@ -54,10 +54,7 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		raw = doctor.ProxyFromEnv(getenv)
 	}
 	if raw != "" {
-		if !strings.Contains(raw, "://") {
-			raw = "http://" + raw
-		}
-		u, err := url.Parse(raw)
+		u, err := url.Parse(doctor.ProxyURL(raw))
 		if err != nil {
 			return fmt.Errorf("%w: proxy URL does not parse", errUsage) // the URL may hold a token: not echoed
 		}
@@ -77,27 +74,7 @@ func runDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		d.TenantCA = c
 	}
-	return report(d.Run(ctx), stdout)
-}
-
-// report prints one line per probe and fails unless every required probe
-// positively showed enforcement: an inconclusive probe fails the report too.
-func report(ps []doctor.Probe, w io.Writer) error {
-	for _, p := range ps {
-		fmt.Fprintln(w, p)
-	}
-	required := 0
-	for _, p := range ps {
-		if p.Required() {
-			required++
-		}
-	}
-	if ok, notPassed := doctor.Proven(ps); !ok {
-		fmt.Fprintf(w, "doctor: %d of %d required probes did not pass\n", notPassed, required)
-		return fmt.Errorf("doctor: %d of %d required probes did not pass: enforcement is not proven", notPassed, required)
-	}
-	fmt.Fprintf(w, "doctor: all %d required probes passed\n", required)
-	return nil
+	return doctor.Report(d.Run(ctx), stdout)
 }
 
 // runHealthcheck is the container health check (an image from scratch has

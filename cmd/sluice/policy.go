@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
+	"github.com/sluice-egress/sluice/internal/explain"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -98,44 +98,7 @@ func runPolicyExplain(args []string, stdout, stderr io.Writer) error {
 			Derivation *derive.Derivation `json:"derivation,omitempty"`
 		}{p, d})
 	}
-	fmt.Fprintf(stdout, "tenant %s, class %s\n", p.Tenant, p.Class)
-	for _, role := range []struct {
-		name    string
-		entries []rules.Entry
-	}{{"allow (inspected, checked per request)", p.Allow}, {"passthrough (blind tunnel, host and port only)", p.Passthrough}} {
-		fmt.Fprintf(stdout, "\n%s:\n", role.name)
-		if len(role.entries) == 0 {
-			fmt.Fprintln(stdout, "  (none)")
-		}
-		for _, en := range role.entries {
-			fmt.Fprintf(stdout, "  %-40s %s  [%s]\n", en.Host, en.Limits(), en.Origin)
-		}
-	}
-	if len(p.Presets) > 0 {
-		fmt.Fprintln(stdout, "\npresets:")
-		for _, u := range p.Presets {
-			note := ""
-			if u.Note != "" {
-				note = ": " + u.Note
-			}
-			fmt.Fprintf(stdout, "  %-14s %s, %d entries%s\n", u.Preset, u.Origin.Where(), u.Entries, note)
-		}
-	}
-	if d != nil && d.Repo != nil {
-		fmt.Fprintf(stdout, "\nrepository: %s/%s (preset %s)\n", d.Repo.Host, d.Repo.Path, d.Repo.Preset)
-	}
-	if len(p.Suggestions) > 0 {
-		fmt.Fprintln(stdout, "\nsuggestions (named by the repository, not allowed; request access to add them):")
-		for _, s := range p.Suggestions {
-			fmt.Fprintf(stdout, "  %s:%d  %s  %s (%s)\n", s.Host, s.Port, s.URL, s.Why, s.Source)
-		}
-	}
-	if d != nil && len(d.Skipped) > 0 {
-		fmt.Fprintln(stdout, "\nnot read:")
-		for _, s := range d.Skipped {
-			fmt.Fprintf(stdout, "  %s\n", s)
-		}
-	}
+	explain.Policy(stdout, p, d)
 	return nil
 }
 
@@ -146,22 +109,14 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	method := fs.String("method", "GET", "request method")
 	trace := fs.Bool("trace", false, "show each entry considered and why it matched or not")
 	// The URL may come before, between or after the flags.
-	var target string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return fmt.Errorf("%w: %v", errUsage, err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if target != "" {
-			return fmt.Errorf("%w: one URL only", errUsage)
-		}
-		target, args = fs.Arg(0), fs.Args()[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
+	if len(pos) > 1 {
+		return fmt.Errorf("%w: one URL only", errUsage)
+	}
+	target := strings.Join(pos, "")
 	if target == "" {
 		return fmt.Errorf("%w: sluice policy check --tenant T [--class C] URL [--method M]", errUsage)
 	}
@@ -203,21 +158,7 @@ func runPolicyPresets(args []string, stdout, stderr io.Writer) error {
 			Slots   []string       `json:"host_slots"`
 		}{ps, rules.PresetSlots()})
 	}
-	for _, p := range ps {
-		fmt.Fprintf(stdout, "%s@%d  %s\n", p.Name, p.Version, p.Description)
-		for _, pe := range p.Entries {
-			host := pe.Host
-			if pe.HostFrom != "" {
-				host = "hosts from presets.hosts." + pe.HostFrom
-			}
-			limits := rules.Entry{Ports: pe.Ports, Methods: pe.Methods, Paths: pe.Paths, WebSocket: pe.WebSocket}.Limits()
-			if pe.RepoPaths {
-				limits += "  paths: the run's repository"
-			}
-			fmt.Fprintf(stdout, "    %-40s %s\n", host, limits)
-		}
-	}
-	fmt.Fprintf(stdout, "\nhost slots (set under presets.hosts in the config): %s\n", strings.Join(rules.PresetSlots(), ", "))
+	explain.Presets(stdout, ps)
 	return nil
 }
 

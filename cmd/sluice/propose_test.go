@@ -82,7 +82,7 @@ func TestAuditModes(t *testing.T) {
 	}
 	defer st.Close()
 	s := &Server{Logger: slog.New(slog.DiscardHandler)}
-	s.ops.store = st
+	s.ops.Store = st
 	parse := func(mode string) *config.Config {
 		c, err := config.Parse([]byte("tenants:\n  acme:\n    token_env: X_UNSET\n    classes:\n      agent:\n        mode: "+mode+"\n"), "s.yaml")
 		if err != nil {

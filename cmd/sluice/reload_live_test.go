@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // liveWorld is a Server as `sluice serve` wires it, with its config file,
@@ -43,6 +44,7 @@ type liveParams struct {
 	actions string // scanning.actions
 	extra   string // another allowed host
 	deny    string // upstream.deny
+	scan    string // more scanning keys, one line
 }
 
 const liveConfig = `version: 1
@@ -57,6 +59,7 @@ upstream:
 scanning:
   rule_packs: [pack.toml]
   actions: {%[4]s}
+  %[7]s
 tenants:
   acme:
     token_file: acme.token
@@ -82,7 +85,7 @@ func (w *liveWorld) write(t *testing.T, p liveParams) {
 	if p.extra != "" {
 		extra = fmt.Sprintf("\n          - {host: %s, ports: [%d]}", p.extra, w.port)
 	}
-	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(liveConfig, w.port, p.roots, p.addr, p.actions, extra, p.deny))
+	mustWriteFile(t, filepath.Join(w.dir, "sluice.yaml"), fmt.Sprintf(liveConfig, w.port, p.roots, p.addr, p.actions, extra, p.deny, p.scan))
 }
 
 // newLiveWorld starts two upstreams for api.example.test, answering "A" on
@@ -127,8 +130,8 @@ func newLiveWorld(t *testing.T, p liveParams) *liveWorld {
 	// The upstreams live on loopback: take loopback out of the guard's deny
 	// ranges. A reload keeps these settings and replaces only the hosts and
 	// the added ranges (upstream.deny), which Open set.
-	w.s.dialer.cur.Store(&guard.Dialer{Hosts: w.s.engine.UpstreamHosts(), Deny: withoutLoopback(guard.DefaultDeny()),
-		ExtraDeny: w.s.dialer.cur.Load().ExtraDeny, Self: func() []netip.Addr { return nil }})
+	w.s.dialer.Store(&guard.Dialer{Hosts: w.s.engine.UpstreamHosts(), Deny: withoutLoopback(guard.DefaultDeny()),
+		ExtraDeny: w.s.dialer.Load().ExtraDeny, Self: func() []netip.Addr { return nil }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.s.Run(ctx); close(done) }()
@@ -278,6 +281,34 @@ func TestReloadAppliesScanActions(t *testing.T) {
 	}
 }
 
+// scanning.max_body_bytes and on_oversize apply from the next request on,
+// without a restart.
+func TestReloadAppliesBodyLimit(t *testing.T) {
+	p := liveParams{addr: "127.0.0.1", roots: "upstream-ca.pem"}
+	w := newLiveWorld(t, p)
+	body := strings.Repeat("x", 4<<10)
+	if code, reason, _ := w.post(t, "api.example.test", body); code != http.StatusOK {
+		t.Fatalf("4KiB under the default limit: %d %q, want 200", code, reason)
+	}
+	p.scan = "max_body_bytes: 1KiB"
+	if !w.reload(t, p) {
+		t.Fatalf("reload failed: %s", w.log)
+	}
+	if code, reason, _ := w.post(t, "api.example.test", body); code != http.StatusRequestEntityTooLarge || reason != scanner.ReasonOversize {
+		t.Fatalf("4KiB over a reloaded limit of 1KiB: %d %q, want 413 %s", code, reason, scanner.ReasonOversize)
+	}
+	p.scan = "max_body_bytes: 1KiB\n  on_oversize: forward"
+	if !w.reload(t, p) {
+		t.Fatalf("reload failed: %s", w.log)
+	}
+	if code, reason, body := w.post(t, "api.example.test", body); code != http.StatusOK || body != "A" {
+		t.Fatalf("4KiB over the limit with on_oversize: forward: %d %q %q, want 200", code, reason, body)
+	}
+	if strings.Contains(w.log.String(), "apply only after a restart") {
+		t.Errorf("a body limit change reported as restart-only: %s", w.log)
+	}
+}
+
 // upstream.deny adds ranges the gateway never dials, from start-up and on
 // reload, over a pooled upstream connection too; the built-in ranges stay.
 func TestUpstreamDenyApplies(t *testing.T) {
@@ -300,7 +331,7 @@ func TestUpstreamDenyApplies(t *testing.T) {
 	if code, reason, _ := w.post(t, "api.example.test", "hi"); code != http.StatusForbidden || reason != gateway.ReasonAddressNotAllowed {
 		t.Fatalf("denied on reload: %d %q, want 403 %s", code, reason, gateway.ReasonAddressNotAllowed)
 	}
-	if d := w.s.dialer.load(); d.Deny == nil || len(d.ExtraDeny) != 1 {
+	if d := w.s.dialer.Load(); d.Deny == nil || len(d.ExtraDeny) != 1 {
 		t.Fatalf("the reload lost the dialer's other settings: %+v", d)
 	}
 }

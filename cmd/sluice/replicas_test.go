@@ -77,7 +77,8 @@ func newReplicaWorldIn(t *testing.T, n int, dir, tenant string) *replicaWorld {
 		}
 		// Each replica must hear of a reload from its peers, not its own poll.
 		s.watch.Interval = time.Hour
-		s.ops.store.Replica = fmt.Sprintf("replica-%d", i)
+		s.ops.Store.Replica = fmt.Sprintf("replica-%d", i)
+		s.repl.ID = s.ops.Store.Replica
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { s.Run(ctx); close(done) }()
@@ -172,7 +173,7 @@ func TestReplicasAgree(t *testing.T) {
 		t.Fatalf("before approval, CONNECT through c: %d", got)
 	}
 
-	x, err := a.ops.store.CreateAccessRequest(ctx, store.AccessRequest{Tenant: "acme", Host: "grant.example.test",
+	x, err := a.ops.Store.CreateAccessRequest(ctx, store.AccessRequest{Tenant: "acme", Host: "grant.example.test",
 		ExpiresAt: time.Now().Add(time.Hour), Justification: "fixture"})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +220,7 @@ func TestReplicasAgree(t *testing.T) {
 	t.Logf("reload on a applied on c after %v (a's own reload took %v)", d.Round(time.Millisecond), own.Round(time.Millisecond))
 	within(t, "every replica on a's version", 2*time.Second, func() bool {
 		for _, s := range w.replicas {
-			if s.repl.getVersion() != a.repl.getVersion() {
+			if s.repl.CurrentVersion() != a.repl.CurrentVersion() {
 				return false
 			}
 		}
@@ -232,16 +233,14 @@ func TestReplicasAgree(t *testing.T) {
 func TestReplicaWithAnotherPolicySaysSo(t *testing.T) {
 	w := newReplicaWorld(t, 3)
 	odd := w.replicas[2]
-	odd.repl.setVersion("stale-version")
-	odd.heartbeat(context.Background())
+	odd.repl.SetVersion("stale-version")
+	odd.repl.Heartbeat(context.Background())
 	for _, s := range w.replicas[:2] {
-		s.heartbeat(context.Background())
+		s.repl.Heartbeat(context.Background())
 	}
-	odd.heartbeat(context.Background())
-	odd.repl.mu.Lock()
-	since := odd.repl.differSince
-	odd.repl.differSince = since.Add(-policySkewGrace - time.Second) // as if it lasted
-	odd.repl.mu.Unlock()
+	odd.repl.Heartbeat(context.Background())
+	since := odd.repl.Differing()
+	odd.repl.SkewGrace = time.Nanosecond // as if it lasted
 	if since.IsZero() {
 		t.Fatal("the odd replica does not see that it differs")
 	}

@@ -34,9 +34,9 @@ type review struct {
 // decided, and the observation log of what runs did.
 func (s *Server) openReview() {
 	cfg := s.Config
-	rs := runstore.New(s.ops.store)
+	rs := runstore.New(s.ops.Store)
 	s.review.queue = &dashboard.Queue{}
-	s.review.obs = &store.ObservationWriter{Store: s.ops.store, Logger: s.Logger}
+	s.review.obs = &store.ObservationWriter{Store: s.ops.Store, Logger: s.Logger}
 	s.auditModes(cfg)
 	s.gw.RefuseInTLS = cfg.Review.RefuseInTLS
 	s.gw.Observer = desk.Observer{W: s.review.obs}
@@ -77,7 +77,7 @@ func (s *Server) auditModes(cfg *config.Config) {
 	before := s.review.modes
 	s.review.modes = now
 	s.review.mu.Unlock()
-	if before == nil || s.ops.store == nil {
+	if before == nil || s.ops.Store == nil {
 		return
 	}
 	name := func(shadow bool) string {
@@ -93,7 +93,7 @@ func (s *Server) auditModes(cfg *config.Config) {
 		}
 		tenant, class, _ := strings.Cut(k, "/")
 		detail := "class " + class + ": " + name(was) + " -> " + name(now[k])
-		if _, err := s.ops.store.AppendAudit(context.Background(), store.AuditEntry{Actor: "sluice (config reload)",
+		if _, err := s.ops.Store.AppendAudit(context.Background(), store.AuditEntry{Actor: "sluice (config reload)",
 			Action: "policy.mode", Tenant: tenant, Target: class, Detail: detail}); err != nil {
 			s.Logger.Error("audit entry not written", "action", "policy.mode", "tenant", tenant, "class", class, "err", err)
 		}

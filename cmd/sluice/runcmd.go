@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/internal/apiclient"
-	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -64,13 +59,7 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if *out != "" {
-		if err := os.MkdirAll(*out, 0o700); err != nil {
-			return err
-		}
-		if err := fileutil.WriteFile(filepath.Join(*out, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
-			return err
-		}
-		if err := fileutil.WriteFile(filepath.Join(*out, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600); err != nil {
+		if err := rc.WriteFiles(*out); err != nil {
 			return err
 		}
 	}
@@ -92,21 +81,14 @@ func runEnd(ctx context.Context, args []string, getenv func(string) string, stdo
 	admin := fs.String("admin", "", "admin listener URL (default $"+apiclient.EnvAdmin+")")
 	tenant := fs.String("tenant", "", "tenant of the token in $"+apiclient.EnvToken)
 	// The id may come before or after the flags.
-	var id string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if len(pos) > 1 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[1])
 	}
-	if id == "" && fs.NArg() == 1 {
-		id = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
+	id := strings.Join(pos, "")
 	if id == "" {
 		return fmt.Errorf("%w: sluice run end RUN_ID", errUsage)
 	}

@@ -22,8 +22,8 @@ const (
 // the server started with.
 func (s *Server) currentConfig() *config.Config {
 	if s.reload != nil {
-		if cfg := s.reload.current.Load(); cfg != nil {
-			return cfg
+		if st, ok := s.reload.Current(); ok {
+			return st.cfg
 		}
 	}
 	return s.Config
@@ -33,7 +33,7 @@ func (s *Server) currentConfig() *config.Config {
 // before the proxy serves, so that a restart keeps every live run's token working.
 func (s *Server) openRuns() error {
 	s.runs = &runs.Service{
-		Store:  runstore.New(s.ops.store),
+		Store:  runstore.New(s.ops.Store),
 		Engine: func() *rules.Engine { return s.policy.Engine() },
 		Resolve: func(in rules.PolicyInput) (*rules.EffectivePolicy, error) {
 			cfg := s.currentConfig()
@@ -66,7 +66,7 @@ func (s *Server) openRuns() error {
 		// The registry is set: openCredentials ran before.
 		MintPhantoms:   func(tenant, run string) ([]string, error) { return s.phantoms.Mint(tenant, run) },
 		ForgetPhantoms: s.phantoms.Forget,
-		Sandboxes:      s.sandboxes(),
+		Sandboxes:      s.sandbox.Sandboxes(),
 		Interval:       s.RunsInterval,
 		Logger:         s.Logger,
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/explain"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -45,19 +45,6 @@ func scanConfig(path, dataDir string) (*config.Config, error) {
 	return config.Open(path, dataDir)
 }
 
-// scanReport is one finding as `sluice scan --json` prints it.
-type scanReport struct {
-	File        string `json:"file"`
-	Line        int    `json:"line,omitempty"`
-	Kind        string `json:"kind"`
-	Rule        string `json:"rule"`
-	Where       string `json:"where"`
-	Decoding    string `json:"decoding,omitempty"`
-	Snippet     string `json:"snippet"`
-	Fingerprint string `json:"fingerprint"`
-	Action      string `json:"action"`
-}
-
 // runScan scans files, directories or stdin with the gateway's engine. It
 // exits 0 when nothing was found, 1 when something was, 2 on usage errors.
 func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -87,24 +74,7 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	sc.MaxBodyBytes = *maxBytes
 	// A file is not a request: give each the time a large file needs.
 	sc.Timeout = 5 * time.Minute
-	report := func(name string, f scanner.Finding) {
-		rep := scanReport{File: name, Line: f.Line, Kind: f.Kind, Rule: f.Rule, Where: f.Where, Decoding: f.Decoding,
-			Snippet: f.Snippet, Fingerprint: f.Fingerprint, Action: f.Action.String()}
-		if *asJSON {
-			b, _ := json.Marshal(rep)
-			fmt.Fprintln(stdout, string(b))
-			return
-		}
-		loc := name
-		if f.Line > 0 {
-			loc = fmt.Sprintf("%s:%d", name, f.Line)
-		}
-		dec := ""
-		if f.Decoding != "" {
-			dec = " (" + f.Decoding + ")"
-		}
-		fmt.Fprintf(stdout, "%s: %s %s at %s%s: %s [%s, fp %s]\n", loc, f.Kind, f.Rule, f.Where, dec, f.Snippet, f.Action, f.Fingerprint)
-	}
+	report := func(name string, f scanner.Finding) { explain.Finding(stdout, name, f, *asJSON) }
 	found, err := scanner.FileScan{MaxBytes: *maxBytes, Stdin: stdin, Found: report,
 		Skipped: func(name string) { fmt.Fprintf(stderr, "sluice scan: %s: larger than --max-bytes, skipped\n", name) },
 	}.Run(ctx, sc, targets)

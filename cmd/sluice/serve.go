@@ -16,9 +16,14 @@ import (
 	"github.com/sluice-egress/sluice/alert"
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/incidentsink"
+	"github.com/sluice-egress/sluice/internal/ops"
 	"github.com/sluice-egress/sluice/internal/reload"
+	"github.com/sluice-egress/sluice/internal/replica"
+	"github.com/sluice-egress/sluice/internal/sandboxnet"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -40,28 +45,28 @@ type Server struct {
 	cas     *ca.Store
 	gw      *gateway.Gateway
 	proxyLn net.Listener
-	events  *incidentSink
-	ops     ops // the incident store, metrics and admin listener (admin.go)
+	events  *incidentsink.Sink
+	ops     ops.Ops            // the incident store and the admin listener (admin.go)
+	metrics *dashboard.Metrics // set by openStore
 	// policy is the gateway's swappable Policy; reload swaps it, when watch
 	// (nil without a file) calls it.
 	policy *rules.Holder
-	reload *reloader
+	reload *reload.Swap[*stagedReload]
 	watch  *reload.Watcher
 	runs   *runs.Service // runs, access decisions and grants (runs.go)
 	alerts *alert.Sink   // webhook alerts (alerts.go); nil without alerts.webhooks
 	// phantoms holds the runs' phantom credentials (credentials.go).
 	phantoms *phantom.Registry
 	// dialer and scanner are the gateway's, swapped on reload (swap.go);
-	// roots are the upstream roots in use. staged is what loadPolicy built for
-	// the reload under way (reload.go).
-	dialer  *dialerHolder
+	// roots are the upstream roots in use (reload.go).
+	dialer  *guard.Holder
 	scanner *scanner.Holder
 	roots   *x509.CertPool
-	staged  *stagedReload
-	// sandbox is the resolver and the transparent listeners (dns.go).
-	sandbox sandboxNet
-	repl    *replication // agreement with replicas sharing the store (stores.go); nil on SQLite
-	review  review       // the review loop (review.go)
+	// sandbox is the resolver and the transparent listeners (dns.go); nil
+	// before openSandbox.
+	sandbox *sandboxnet.Net
+	repl    *replica.Replica // agreement with replicas sharing the store (stores.go); nil on SQLite
+	review  review           // the review loop (review.go)
 }
 
 // Open checks and loads everything the gateway needs and binds the proxy
@@ -86,15 +91,17 @@ func (s *Server) Open() error {
 	}
 	defer func() {
 		if s.proxyLn == nil { // Open failed after the store opened
-			s.closeOps(context.Background())
-			s.sandbox.close()
+			s.ops.Close(context.Background())
+			if s.sandbox != nil {
+				s.sandbox.Close()
+			}
 		}
 	}()
 	if err := s.openAlerts(); err != nil {
 		return err
 	}
 	s.policy = rules.NewHolder(engine)
-	s.dialer = newDialerHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
+	s.dialer = guard.NewHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
 	s.roots = roots
 	s.gw = &gateway.Gateway{
 		Policy:  s.policy,
@@ -102,7 +109,7 @@ func (s *Server) Open() error {
 		Dialer:  s.countBytes(s.dialer),
 		RootCAs: roots,
 		Events:  s.withAlerts(s.events),
-		OnScan:  s.ops.metrics.ObserveScan,
+		OnScan:  s.metrics.ObserveScan,
 		// Bodies are held in memory while scanned: bound them all together.
 		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
 		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
@@ -111,6 +118,9 @@ func (s *Server) Open() error {
 		ForwardOversize: cfg.Scanning.OnOversize == config.OnOversizeForward,
 		// A WebSocket message is scanned whole, as a body is.
 		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
+		IdleTimeout:         time.Duration(cfg.Limits.KeepaliveIdleTimeout),
+		Limits:              gatewayLimits(cfg.Limits),
+		HTTP2:               gatewayHTTP2(cfg.HTTP2),
 		Logger:              s.Logger,
 	}
 	// The scanner's rules are compiled here (and again by each reload,
@@ -133,8 +143,8 @@ func (s *Server) Open() error {
 		}
 	}
 	if cfg.Path != "" {
-		s.reload = &reloader{Path: cfg.Path, Load: s.loadPolicy, Holder: s.policy, Gateway: s.gw, Applied: s.applyReload, Logger: s.Logger}
-		s.reload.current.Store(cfg)
+		s.reload = &reload.Swap[*stagedReload]{Path: cfg.Path, Load: s.loadPolicy, RestartOnly: restartOnly, Apply: s.applyReload, Logger: s.Logger}
+		s.reload.Store(&stagedReload{engine: engine, cfg: cfg})
 		s.watch = &reload.Watcher{Path: cfg.Path, Reload: s.reload.Reload}
 		s.watch.Start()
 	}
@@ -156,6 +166,39 @@ func (s *Server) Open() error {
 	return nil
 }
 
+// gatewayLimits hands the limits: keys to the gateway (keepalive_idle_timeout is
+// Gateway.IdleTimeout); zero stays the gateway's default.
+func gatewayLimits(l config.Limits) gateway.Limits {
+	return gateway.Limits{
+		ReadHeaderTimeout:      time.Duration(l.ReadHeaderTimeout),
+		BodyIdleTimeout:        time.Duration(l.BodyIdleTimeout),
+		BodyReadTimeout:        time.Duration(l.BodyReadTimeout),
+		TunnelIdleTimeout:      time.Duration(l.TunnelIdleTimeout),
+		TunnelMaxLifetime:      time.Duration(l.TunnelMaxLifetime),
+		UpstreamConnectTimeout: time.Duration(l.UpstreamConnectTimeout),
+		UpstreamHeaderTimeout:  time.Duration(l.UpstreamHeaderTimeout),
+		MaxHeaderBytes:         int(l.MaxHeaderBytes),
+		MaxHeaderCount:         l.MaxHeaderCount,
+		MaxURLBytes:            int(l.MaxURLBytes),
+		MaxConnsPerClient:      l.MaxConnsPerClient,
+		MaxConnsPerTenant:      l.MaxConnsPerTenant,
+	}
+}
+
+// gatewayHTTP2 hands the http2: keys to the gateway; Validate bounded them.
+func gatewayHTTP2(h config.HTTP2) gateway.HTTP2 {
+	return gateway.HTTP2{
+		Disable:                   h.Disable,
+		MaxConcurrentStreams:      uint32(h.MaxConcurrentStreams),
+		MaxHeaderBytes:            int(h.MaxHeaderBytes),
+		MaxDecoderHeaderTableSize: uint32(h.MaxHeaderTableSize),
+		MaxReadFrameSize:          uint32(h.MaxReadFrameSize),
+		BodyTimeout:               time.Duration(h.BodyTimeout),
+		MaxResets:                 h.MaxResets,
+		ResetWindow:               time.Duration(h.ResetWindow),
+	}
+}
+
 func (s *Server) leaf(tenant, host string) (*tls.Certificate, error) {
 	a, err := s.cas.Authority(tenant)
 	if err != nil {
@@ -172,9 +215,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.announce()
 	errc := make(chan error, 1)
 	go func() { errc <- s.gw.Serve(s.proxyLn) }()
-	s.serveSandbox(ctx)
-	s.serveOps(ctx)
-	defer s.closeOps(context.Background())
+	s.sandbox.Serve(ctx)
+	s.ops.Serve(ctx)
+	defer s.ops.Close(context.Background())
 	if s.watch != nil {
 		rctx, stopReload := context.WithCancel(ctx)
 		defer stopReload()
@@ -184,7 +227,9 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.runs.Run(ctx)
 	}
 	go s.cas.RunRenewal(ctx, 0) // intermediates from step-ca, if any
-	s.runReplication(ctx)
+	if s.repl != nil {
+		s.repl.Run(ctx)
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -197,12 +242,12 @@ func (s *Server) Run(ctx context.Context) error {
 	s.Logger.Info("shutting down", "open_tunnels", s.gw.OpenTunnels(), "drain_timeout", drain)
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	s.ops.draining.Store(true) // /readyz fails from now on
-	s.shutdownSandbox(sctx)
+	s.ops.Drain() // /readyz fails from now on
+	s.sandbox.Shutdown(sctx)
 	err := s.gw.Shutdown(sctx)
 	<-errc
 	s.closeReview(context.Background())
-	s.closeOps(context.Background()) // drains the incident writer
+	s.ops.Close(context.Background()) // drains the incident writer
 	s.closeAlerts()
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.Logger.Warn("drain timeout: closed the tunnels still open")
@@ -222,7 +267,7 @@ func (s *Server) announce() {
 	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
-	s.announceSandbox(w)
+	s.sandbox.Announce(w, s.dnsMode())
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")

@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/sluice-egress/sluice/internal/fileutil"
 )
 
 // RunCreated is the part of POST /api/runs' answer the CLI uses.
@@ -32,6 +37,18 @@ func (c *Client) CreateRun(ctx context.Context, req any) (RunCreated, json.RawMe
 		return RunCreated{}, nil, fmt.Errorf("admin API: bad answer: %w", err)
 	}
 	return rc, raw, nil
+}
+
+// WriteFiles writes the run's ca.pem and run.env (mode 0600: it holds the run
+// token) into dir, creating it (0700) if need be.
+func (rc RunCreated) WriteFiles(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := fileutil.WriteFile(filepath.Join(dir, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
+		return err
+	}
+	return fileutil.WriteFile(filepath.Join(dir, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600)
 }
 
 // EndRun ends the run id.

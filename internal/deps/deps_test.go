@@ -22,11 +22,12 @@ var layers = [][]string{
 	// What builds on the policy model and the scanner.
 	{"config", "derive", "phantom", "ca/stepca"},
 	// The hot path, and the service in the middle.
-	{"gateway", "runs"},
+	{"gateway", "runs", "internal/explain"},
 	// The service's store adapter.
 	{"internal/runstore"},
 	// What serves or calls the service.
-	{"dashboard", "internal/apiclient", "internal/desk"},
+	{"dashboard", "internal/apiclient", "internal/desk", "internal/replica", "internal/incidentsink",
+		"internal/sandboxnet", "internal/ops"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
 	{"internal/benchharness"},
@@ -51,6 +52,13 @@ var forbidden = map[string][]string{
 	"internal/runstore":  {"gateway", "dashboard", "scanner", "ca", "config"},
 	"internal/apiclient": {"gateway", "store", "dashboard", "runs", "config", "rules"},
 	"internal/reload":    {"rules", "config"},
+	// The replicas' agreement and the incident sink take small interfaces: cmd plugs
+	// the store, the runs service and the metrics in.
+	"internal/replica":      {"config", "dashboard", "runs", "cmd/sluice"},
+	"internal/incidentsink": {"store", "dashboard", "config", "runs", "cmd/sluice"},
+	"internal/sandboxnet":   {"store", "dashboard", "config", "cmd/sluice"},
+	"internal/ops":          {"gateway", "dashboard", "config", "runs", "cmd/sluice"},
+	"internal/explain":      {"gateway", "store", "dashboard", "config", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/sluice-egress/sluice/config"
+)
+
+// TestGatewayLimits: every limits: and http2: key reaches the gateway; a
+// field added to gateway.Limits or gateway.HTTP2 without a key fails here.
+func TestGatewayLimits(t *testing.T) {
+	cfg, err := config.Load("../../config/testdata/good/limits.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTP2.Disable = true // false in the file, to show the key; set here to check it
+	for _, v := range []any{gatewayLimits(cfg.Limits), gatewayHTTP2(cfg.HTTP2)} {
+		rv := reflect.ValueOf(v)
+		for i := range rv.NumField() {
+			if rv.Field(i).IsZero() {
+				t.Errorf("%T.%s is not set from the config", v, rv.Type().Field(i).Name)
+			}
+		}
+	}
+	if got := gatewayLimits(cfg.Limits); got.MaxHeaderBytes != 32<<10 || got.MaxConnsPerTenant != 2048 {
+		t.Errorf("gatewayLimits = %+v", got)
+	}
+}

@@ -1,0 +1,27 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluice-egress/sluice/rules"
+)
+
+func TestPolicy(t *testing.T) {
+	var b strings.Builder
+	Policy(&b, &rules.EffectivePolicy{Tenant: "acme", Class: "agent", Allow: []rules.Entry{{Host: "api.example.test"}}}, nil)
+	out := b.String()
+	for _, want := range []string{"tenant acme, class agent", "api.example.test", "passthrough (blind tunnel, host and port only):\n  (none)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPresets(t *testing.T) {
+	var b strings.Builder
+	Presets(&b, rules.Presets())
+	if out := b.String(); !strings.Contains(out, "npm@") || !strings.Contains(out, "host slots") {
+		t.Errorf("presets output:\n%s", out)
+	}
+}
