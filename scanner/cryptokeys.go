@@ -194,6 +194,7 @@ var bip39English string
 var (
 	bip39Once  sync.Once
 	bip39Index map[string]int
+	bip39Fast  *bip39Set
 )
 
 func bip39Words() map[string]int {
@@ -203,6 +204,7 @@ func bip39Words() map[string]int {
 		for i, w := range words {
 			bip39Index[w] = i
 		}
+		bip39Fast = newBIP39Set(words)
 	})
 	return bip39Index
 }
@@ -214,6 +216,7 @@ func bip39Words() map[string]int {
 // over ordinary English would match by chance (1 in 16 for 12 words).
 func mnemonics(text string) []string {
 	idx := bip39Words()
+	set := bip39Fast
 	var out []string
 	var run []string // wordlist words in a row
 	flush := func() {
@@ -240,7 +243,7 @@ func mnemonics(text string) []string {
 			j++
 		}
 		// A word with a capital or a non-ASCII letter is not a wordlist word.
-		if _, ok := idx[text[i:j]]; ok {
+		if set.has(text[i:j]) {
 			run = append(run, text[i:j])
 		} else {
 			flush()

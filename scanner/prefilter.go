@@ -14,7 +14,7 @@ const (
 	fAssign                 // = or :
 	fPercent                // %2525
 	fDelimHex               // hex bytes split by a delimiter
-	fWords                  // twelve short lower-case words in a row
+	fWords                  // twelve BIP-39 words in a row, split by white space only
 )
 
 // Byte classes for features: most bytes of prose are lower-case letters
@@ -50,7 +50,27 @@ func features(s string) uint32 {
 	var f uint32
 	digits := 0              // digits in a row (spaces and dashes allowed between)
 	word, b58 := 0, true     // letters and digits in a row; all base58 digits
-	lower, words := 0, 0     // lower-case letters in a row; short words in a row
+	lower, words := 0, 0     // lower-case letters in a row; BIP-39 words in a row
+	var packed uint64        // the lower-case letters in a row, packed as bip39Set packs
+	set := bip39Words39()
+	// endLower ends a run of lower-case letters at a byte that is not one;
+	// mnemonics' phrase words are such runs split by white space only, so
+	// that counting them here misses no phrase it finds.
+	endLower := func(space bool) {
+		if lower > 0 {
+			if lower >= 3 && lower <= 8 && set.has39(packed) {
+				if words++; words >= 12 {
+					f |= fWords
+				}
+			} else {
+				words = 0
+			}
+			lower, packed = 0, 0
+		}
+		if !space {
+			words = 0
+		}
+	}
 	endWord := func(i int) { // at a byte that ends a word of letters and digits
 		if b58 && word >= 26 && word <= 112 {
 			f |= fBase58
@@ -62,21 +82,20 @@ func features(s string) uint32 {
 		switch byteClass[c] {
 		case clLower:
 			lower++
+			packed = packed<<8 | uint64(c)
 			word++
-			if c == 'l' {
+			switch c {
+			case 'l':
 				b58 = false
+			case 'y':
+				if i >= 2 && s[i-1] == 'e' && (s[i-2] == 'k' || s[i-2] == 'K') {
+					f |= fKeyWord
+				}
 			}
 			digits = 0
 			continue
 		case clSpace:
-			if lower >= 3 && lower <= 8 && lower == word {
-				if words++; words >= 12 {
-					f |= fWords
-				}
-			} else if lower > 0 || word > 0 {
-				words = 0
-			}
-			lower = 0
+			endLower(true)
 			endWord(i)
 			if c == ' ' {
 				continue // between digit groups too
@@ -97,20 +116,30 @@ func features(s string) uint32 {
 			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
 			}
-			lower, words = 0, 0
+			endLower(false)
 			if i+7 < len(s) {
 				delimitedHexAt(s, i, &f)
 			}
 			continue
 		case clUpper:
 			word++
-			if c == 'I' || c == 'O' {
+			switch c {
+			case 'I', 'O':
 				b58 = false
+			case 'J':
+				if i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
+					f |= fJWT
+				}
+			case 'Y':
+				if i >= 2 && s[i-2] == 'K' && s[i-1] == 'E' {
+					f |= fKeyWord
+				}
 			}
 			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
 				f |= fIBAN
 			}
-			lower, words, digits = 0, 0, 0
+			endLower(false)
+			digits = 0
 			continue
 		case clPunct:
 			switch c {
@@ -138,21 +167,11 @@ func features(s string) uint32 {
 		if c != '-' {
 			digits = 0
 		}
-		lower, words = 0, 0
+		endLower(false)
 		endWord(i)
 	}
 	endWord(len(s))
-	if lower >= 3 && lower <= 8 && lower == word && words >= 11 {
-		f |= fWords
-	}
-	// Marks inside words, rare enough to look for with the library's
-	// vectorised search.
-	if containsAny(s, "eyJ") {
-		f |= fJWT
-	}
-	if containsAny(s, "key", "Key", "KEY") {
-		f |= fKeyWord
-	}
+	endLower(false)
 	return f
 }
 

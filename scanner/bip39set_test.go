@@ -1,0 +1,55 @@
+package scanner
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestBIP39Set checks the packed table against the wordlist map, both ways.
+func TestBIP39Set(t *testing.T) {
+	idx := bip39Words()
+	for w := range idx {
+		if !bip39Fast.has(w) {
+			t.Fatalf("%q not in the packed set", w)
+		}
+	}
+	for _, w := range []string{"", "ab", "abandonx", "abando", "Abandon", "zoo ", "zooo", "the", "abandonment", "zz"} {
+		if _, in := idx[w]; bip39Fast.has(w) != in {
+			t.Fatalf("%q: packed set says %v, the wordlist %v", w, !in, in)
+		}
+	}
+}
+
+// TestWordsFeatureCoversMnemonics: the prefilter's fWords mark is set on
+// every text where mnemonics finds a phrase (it must not cost recall), and
+// not on prose that has no run of twelve wordlist words.
+func TestWordsFeatureCoversMnemonics(t *testing.T) {
+	m := fakeMnemonic(16)
+	r := rand.New(rand.NewPCG(3, 4))
+	seps := []string{" ", "\n", "  ", "\t", ".", ",", "5", "X", "é", "\"", "Abandon ", "the ", "zoo "}
+	phrases := 0
+	for n := 0; n < 5000; n++ {
+		var b strings.Builder
+		for k := r.IntN(6); k > 0; k-- {
+			b.WriteString(seps[r.IntN(len(seps))])
+			if r.IntN(3) == 0 {
+				b.WriteString(m)
+			}
+		}
+		text := b.String()
+		if len(mnemonics(text)) > 0 {
+			phrases++
+			if features(text)&fWords == 0 {
+				t.Fatalf("%q: mnemonics finds a phrase, fWords is not set", text)
+			}
+		}
+	}
+	if phrases < 100 {
+		t.Fatalf("only %d texts with a phrase", phrases)
+	}
+	prose := strings.Repeat("the quick brown fox jumps over the lazy dog and then some more words follow here ", 50)
+	if features(prose)&fWords != 0 {
+		t.Fatal("fWords on prose")
+	}
+}

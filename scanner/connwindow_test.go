@@ -1,0 +1,49 @@
+package scanner
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestConnWindowsAsWholeText checks that connRE run in eachConnWindow's
+// windows finds what it finds on the whole text, on random texts made of
+// the bytes its parts turn on.
+func TestConnWindowsAsWholeText(t *testing.T) {
+	parts := []string{"://", "@", ":", "/", " ", "\n", "\"", "'", "<", "_", ".", "-", "+", "x", "pg", "postgres",
+		"u", "pw0rd", "host", "?", "#", "\v", "abcdefghijklmnopqrstuvwxyz", strings.Repeat("p", 70), strings.Repeat("q", 130)}
+	r := rand.New(rand.NewPCG(1, 2))
+	found := 0
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for k := r.IntN(40); k > 0; k-- {
+			if r.IntN(4) == 0 {
+				b.WriteString("pg://u:pw0rd@host") // a match to cut and join with the rest
+			}
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		text := b.String()
+		var want, got [][]int
+		for _, m := range connRE.FindAllStringSubmatchIndex(text, -1) {
+			want = append(want, m)
+		}
+		eachConnWindow(text, func(ws, we int) {
+			for _, m := range connRE.FindAllStringSubmatchIndex(text[ws:we], -1) {
+				for i := range m {
+					if m[i] >= 0 {
+						m[i] += ws
+					}
+				}
+				got = append(got, m)
+			}
+		})
+		if !slices.EqualFunc(want, got, slices.Equal) {
+			t.Fatalf("%q: whole text %v, windows %v", text, want, got)
+		}
+		found += len(want)
+	}
+	if found < 100 {
+		t.Fatalf("only %d matches in the random texts: the test proves little", found)
+	}
+}
