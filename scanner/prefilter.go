@@ -48,10 +48,10 @@ var byteClass = func() (t [256]uint8) {
 // features reports which of the marks above text holds.
 func features(s string) uint32 {
 	var f uint32
-	digits := 0              // digits in a row (spaces and dashes allowed between)
-	word, b58 := 0, true     // letters and digits in a row; all base58 digits
-	lower, words := 0, 0     // lower-case letters in a row; BIP-39 words in a row
-	var packed uint64        // the lower-case letters in a row, packed as bip39Set packs
+	digits := 0          // digits in a row (spaces and dashes allowed between)
+	word, b58 := 0, true // letters and digits in a row; all base58 digits
+	lower, words := 0, 0 // lower-case letters in a row; BIP-39 words in a row
+	var packed uint64    // the lower-case letters in a row, packed as bip39Set packs
 	set := bip39Words39()
 	// endLower ends a run of lower-case letters at a byte that is not one;
 	// mnemonics' phrase words are such runs split by white space only, so
