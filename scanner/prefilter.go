@@ -14,7 +14,7 @@ const (
 	fAssign                 // = or :
 	fPercent                // %2525
 	fDelimHex               // hex bytes split by a delimiter
-	fWords                  // twelve BIP-39 words in a row, split by white space only
+	fWords                  // 12, 15, 18, 21 or 24 BIP-39 words in a row, split by white space only
 )
 
 // Byte classes for features: most bytes of prose are lower-case letters
@@ -50,25 +50,33 @@ func features(s string) uint32 {
 	var f uint32
 	digits := 0          // digits in a row (spaces and dashes allowed between)
 	word, b58 := 0, true // letters and digits in a row; all base58 digits
-	lower, words := 0, 0 // lower-case letters in a row; BIP-39 words in a row
-	var packed uint64    // the lower-case letters in a row, packed as bip39Set packs
+	// Words as mnemonics reads them: runs of letters (ASCII and any byte
+	// from 0x80) split by white space; a run of wordlist words is cut by
+	// any other word or byte, and only one of a phrase's lengths is worth
+	// mnemonics' reading.
+	letters, words := 0, 0 // letters in the current word; wordlist words in a row
+	lowerOnly := true      // the current word is all lower-case ASCII
+	var packed uint64      // its letters, packed as bip39Set packs them
 	set := bip39Words39()
-	// endLower ends a run of lower-case letters at a byte that is not one;
-	// mnemonics' phrase words are such runs split by white space only, so
-	// that counting them here misses no phrase it finds.
-	endLower := func(space bool) {
-		if lower > 0 {
-			if lower >= 3 && lower <= 8 && set.has39(packed) {
-				if words++; words >= 12 {
-					f |= fWords
-				}
+	cut := func() {
+		switch words {
+		case 12, 15, 18, 21, 24:
+			f |= fWords
+		}
+		words = 0
+	}
+	// endLetters ends the current word at a byte that is no letter.
+	endLetters := func(space bool) {
+		if letters > 0 {
+			if lowerOnly && letters >= 3 && letters <= 8 && set.has39(packed) {
+				words++
 			} else {
-				words = 0
+				cut()
 			}
-			lower, packed = 0, 0
+			letters, packed, lowerOnly = 0, 0, true
 		}
 		if !space {
-			words = 0
+			cut()
 		}
 	}
 	endWord := func(i int) { // at a byte that ends a word of letters and digits
@@ -81,7 +89,7 @@ func features(s string) uint32 {
 		c := s[i]
 		switch byteClass[c] {
 		case clLower:
-			lower++
+			letters++
 			packed = packed<<8 | uint64(c)
 			word++
 			switch c {
@@ -95,7 +103,7 @@ func features(s string) uint32 {
 			digits = 0
 			continue
 		case clSpace:
-			endLower(true)
+			endLetters(true)
 			endWord(i)
 			if c == ' ' {
 				continue // between digit groups too
@@ -116,7 +124,7 @@ func features(s string) uint32 {
 			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
 			}
-			endLower(false)
+			endLetters(false)
 			if i+7 < len(s) {
 				delimitedHexAt(s, i, &f)
 			}
@@ -138,7 +146,8 @@ func features(s string) uint32 {
 			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
 				f |= fIBAN
 			}
-			endLower(false)
+			letters++
+			lowerOnly = false
 			digits = 0
 			continue
 		case clPunct:
@@ -167,11 +176,16 @@ func features(s string) uint32 {
 		if c != '-' {
 			digits = 0
 		}
-		endLower(false)
+		if c >= 0x80 {
+			letters++
+			lowerOnly = false
+		} else {
+			endLetters(false)
+		}
 		endWord(i)
 	}
 	endWord(len(s))
-	endLower(false)
+	endLetters(false)
 	return f
 }
 
