@@ -8,6 +8,7 @@ package scanner
 // the CPU of a prose scan with the map).
 type bip39Set struct {
 	keys [bip39Slots]uint64 // 0: empty
+	idx  [bip39Slots]uint16 // the word's index in the wordlist
 }
 
 const bip39Slots = 4096 // a power of two, twice the wordlist
@@ -28,7 +29,7 @@ func bip39Slot(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> 52) } // 1
 
 func newBIP39Set(words []string) *bip39Set {
 	s := &bip39Set{}
-	for _, w := range words {
+	for n, w := range words {
 		k, ok := packWord(w)
 		if !ok {
 			panic("scanner: BIP-39 word longer than 8 bytes: " + w)
@@ -37,7 +38,7 @@ func newBIP39Set(words []string) *bip39Set {
 		for s.keys[i] != 0 && s.keys[i] != k {
 			i = (i + 1) & (bip39Slots - 1)
 		}
-		s.keys[i] = k
+		s.keys[i], s.idx[i] = k, uint16(n)
 	}
 	return s
 }
@@ -48,17 +49,18 @@ func (s *bip39Set) has(w string) bool {
 		return false
 	}
 	k, _ := packWord(w)
-	return s.has39(k)
+	_, ok := s.index(k)
+	return ok
 }
 
-// has39 reports whether k is a packed wordlist word.
-func (s *bip39Set) has39(k uint64) bool {
+// index is the wordlist index of the packed word k, if it is one.
+func (s *bip39Set) index(k uint64) (uint16, bool) {
 	for i := bip39Slot(k); ; i = (i + 1) & (bip39Slots - 1) {
 		switch s.keys[i] {
 		case k:
-			return true
+			return s.idx[i], true
 		case 0:
-			return false
+			return 0, false
 		}
 	}
 }

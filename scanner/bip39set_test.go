@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,5 +52,38 @@ func TestWordsFeatureCoversMnemonics(t *testing.T) {
 	prose := strings.Repeat("the quick brown fox jumps over the lazy dog and then some more words follow here ", 50)
 	if features(prose)&fWords != 0 {
 		t.Fatal("fWords on prose")
+	}
+}
+
+// TestWordsSpanHoldsPhrases: mnemonics reads the same phrases in the spans
+// that featureScan gives as in the whole text, and fWords is set exactly
+// when there is one.
+func TestWordsSpanHoldsPhrases(t *testing.T) {
+	m := fakeMnemonic(16)
+	r := rand.New(rand.NewPCG(5, 6))
+	seps := []string{" ", "\n", ".", "5", "X", "é", "abandon ", "zoo ", "the ", "able", "Zoo "}
+	found := 0
+	for n := 0; n < 5000; n++ {
+		var b strings.Builder
+		for k := r.IntN(8); k > 0; k-- {
+			b.WriteString(seps[r.IntN(len(seps))])
+			if r.IntN(3) == 0 {
+				b.WriteString(m)
+			}
+		}
+		text := b.String()
+		want := mnemonics(text)
+		f, spans := featureScan(text)
+		var got []string
+		for _, sp := range spans {
+			got = append(got, mnemonics(text[sp[0]:sp[1]])...)
+		}
+		if !slices.Equal(want, got) || (f&fWords != 0) != (len(want) > 0) {
+			t.Fatalf("%q: whole text %q, spans %v %q, fWords %v", text, want, spans, got, f&fWords != 0)
+		}
+		found += len(want)
+	}
+	if found < 100 {
+		t.Fatalf("only %d phrases", found)
 	}
 }

@@ -86,6 +86,16 @@ func detectMnemonic(text string, emit func(Finding)) {
 	}
 }
 
+// detectMnemonicIn is detectMnemonic reading only the spans where the
+// prefilter found a phrase (featureScan).
+func detectMnemonicIn(text string, spans [][2]int, emit func(Finding)) {
+	for _, sp := range spans {
+		for _, p := range mnemonics(text[sp[0]:sp[1]]) {
+			emit(secretFinding(RuleMnemonic, text, p))
+		}
+	}
+}
+
 // containsAny reports whether s holds one of the substrings.
 func containsAny(s string, subs ...string) bool {
 	for _, sub := range subs {
@@ -257,11 +267,24 @@ func mnemonics(text string) []string {
 // bip39Checksum checks a phrase's checksum: of its 11 bits per word, the
 // first 32/33 are entropy, the rest the first bits of its SHA-256.
 func bip39Checksum(idx map[string]int, words []string) bool {
-	bits := len(words) * 11
-	ent := bits * 32 / 33
-	buf := make([]byte, (bits+7)/8)
+	var vs [24]uint16
+	if len(words) > len(vs) {
+		return false
+	}
 	for w, word := range words {
-		v := idx[word]
+		vs[w] = uint16(idx[word])
+	}
+	return bip39ChecksumOf(vs[:len(words)])
+}
+
+// bip39ChecksumOf is bip39Checksum on the words' wordlist indices (at
+// most 24).
+func bip39ChecksumOf(vs []uint16) bool {
+	bits := len(vs) * 11
+	ent := bits * 32 / 33
+	var arr [33]byte
+	buf := arr[:(bits+7)/8]
+	for w, v := range vs {
 		for b := 0; b < 11; b++ {
 			if v&(1<<(10-b)) != 0 {
 				pos := w*11 + b

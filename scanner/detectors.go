@@ -50,6 +50,9 @@ type detector struct {
 	needs   uint32 // features (prefilter.go) of which a text must hold one; 0: any text
 	applies func(g *segment) bool
 	fn      func(text string, emit func(Finding))
+	// inWords, when set, is what detect runs in place of fn: it reads
+	// only the spans where featureScan found phrases.
+	inWords func(text string, spans [][2]int, emit func(Finding))
 }
 
 // detectors run over every segment, after the rule engine.
@@ -57,7 +60,7 @@ var detectors = []detector{
 	{name: "cards", needs: fCardDigits, fn: detectCards},
 	{name: "iban", needs: fIBAN, fn: detectIBAN},
 	{name: "crypto", needs: fBase58 | fEth | fBech32 | fKeyWord, fn: detectCrypto},
-	{name: "mnemonic", needs: fWords, fn: detectMnemonic},
+	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inWords: detectMnemonicIn},
 	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
 	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
 	{name: "jwt", needs: fJWT, fn: detectJWT},
@@ -79,12 +82,12 @@ func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	for _, g := range segs {
-		feats := features(g.text)
+		feats, phrases := featureScan(g.text)
 		for _, d := range detectors {
 			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
 				continue
 			}
-			d.fn(g.text, func(f Finding) {
+			emit := func(f Finding) {
 				f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
 				if covered(string(f.secret), byWhere[f.Where]) {
 					return
@@ -95,7 +98,12 @@ func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
 				}
 				seen[key] = true
 				out = append(out, f)
-			})
+			}
+			if d.inWords != nil {
+				d.inWords(g.text, phrases, emit)
+			} else {
+				d.fn(g.text, emit)
+			}
 		}
 	}
 	return out

@@ -14,7 +14,7 @@ const (
 	fAssign                 // = or :
 	fPercent                // %2525
 	fDelimHex               // hex bytes split by a delimiter
-	fWords                  // 12, 15, 18, 21 or 24 BIP-39 words in a row, split by white space only
+	fWords                  // a BIP-39 phrase: 12 to 24 wordlist words in a row with its checksum
 )
 
 // Byte classes for features: most bytes of prose are lower-case letters
@@ -47,36 +47,51 @@ var byteClass = func() (t [256]uint8) {
 
 // features reports which of the marks above text holds.
 func features(s string) uint32 {
-	var f uint32
+	f, _ := featureScan(s)
+	return f
+}
+
+// featureScan is features and, when fWords is set, the spans of s that
+// hold the phrases: each starts and ends where mnemonics cuts a run, so
+// that mnemonics reads the same runs in them as in s.
+func featureScan(s string) (f uint32, phrases [][2]int) {
+	runStart := 0        // where the current run of wordlist words was last cut
+	var idx [24]uint16   // the run's words' wordlist indices
 	digits := 0          // digits in a row (spaces and dashes allowed between)
 	word, b58 := 0, true // letters and digits in a row; all base58 digits
 	// Words as mnemonics reads them: runs of letters (ASCII and any byte
 	// from 0x80) split by white space; a run of wordlist words is cut by
 	// any other word or byte, and only one of a phrase's lengths is worth
 	// mnemonics' reading.
-	letters, words := 0, 0 // letters in the current word; wordlist words in a row
-	lowerOnly := true      // the current word is all lower-case ASCII
-	var packed uint64      // its letters, packed as bip39Set packs them
+	letters, run := 0, 0 // letters in the current word; wordlist words in a row
+	lowerOnly := true    // the current word is all lower-case ASCII
+	var packed uint64    // its letters, packed as bip39Set packs them
 	set := bip39Words39()
-	cut := func() {
-		switch words {
+	cut := func(i int) {
+		switch run {
 		case 12, 15, 18, 21, 24:
-			f |= fWords
+			if bip39ChecksumOf(idx[:run]) {
+				f |= fWords
+				phrases = append(phrases, [2]int{runStart, i})
+			}
 		}
-		words = 0
+		run, runStart = 0, i
 	}
 	// endLetters ends the current word at a byte that is no letter.
-	endLetters := func(space bool) {
+	endLetters := func(i int, space bool) {
 		if letters > 0 {
-			if lowerOnly && letters >= 3 && letters <= 8 && set.has39(packed) {
-				words++
+			if v, ok := set.index(packed); ok && lowerOnly && letters >= 3 && letters <= 8 {
+				if run < len(idx) {
+					idx[run] = v
+				}
+				run++
 			} else {
-				cut()
+				cut(i)
 			}
 			letters, packed, lowerOnly = 0, 0, true
 		}
 		if !space {
-			cut()
+			cut(i)
 		}
 	}
 	endWord := func(i int) { // at a byte that ends a word of letters and digits
@@ -103,7 +118,7 @@ func features(s string) uint32 {
 			digits = 0
 			continue
 		case clSpace:
-			endLetters(true)
+			endLetters(i, true)
 			endWord(i)
 			if c == ' ' {
 				continue // between digit groups too
@@ -124,7 +139,7 @@ func features(s string) uint32 {
 			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
 			}
-			endLetters(false)
+			endLetters(i, false)
 			if i+7 < len(s) {
 				delimitedHexAt(s, i, &f)
 			}
@@ -180,13 +195,13 @@ func features(s string) uint32 {
 			letters++
 			lowerOnly = false
 		} else {
-			endLetters(false)
+			endLetters(i, false)
 		}
 		endWord(i)
 	}
 	endWord(len(s))
-	endLetters(false)
-	return f
+	endLetters(len(s), false)
+	return f, phrases
 }
 
 // delimitedHexAt sets fDelimHex when three hex bytes split by one
