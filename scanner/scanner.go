@@ -406,9 +406,6 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 		if f.Action == Pass {
 			continue
 		}
-		if f.Fingerprint == "" && f.secret != "" {
-			f.Fingerprint = fingerprint(s.Key, string(f.secret))
-		}
 		res.Findings = append(res.Findings, *f)
 		res.Verdict = max(res.Verdict, f.Action)
 	}
@@ -421,15 +418,22 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 			pairs = append(pairs, string(f.secret), mask(string(f.secret)))
 		}
 	}
+	// A flood of findings is reported in part: the verdict counts them all,
+	// and only the reported ones get fingerprints and cleaned snippets
+	// (a dense body has tens of thousands of findings).
+	if len(res.Findings) > MaxFindings {
+		res.Findings = res.Findings[:MaxFindings]
+	}
+	for i := range res.Findings {
+		if f := &res.Findings[i]; f.Fingerprint == "" && f.secret != "" {
+			f.Fingerprint = fingerprint(s.Key, string(f.secret))
+		}
+	}
 	if len(pairs) > 2 {
 		rep := strings.NewReplacer(pairs...)
 		for i := range res.Findings {
 			res.Findings[i].Snippet = rep.Replace(res.Findings[i].Snippet)
 		}
-	}
-	// A flood of findings is reported in part: the verdict counts them all.
-	if len(res.Findings) > MaxFindings {
-		res.Findings = res.Findings[:MaxFindings]
 	}
 	// Nor may a location show one (see safeWhere).
 	secrets := make([]string, 0, len(pairs)/2)
