@@ -73,31 +73,40 @@ var detectors = []detector{
 // of the rule engine already holds in the same place is left to that
 // finding: its rule is the more specific one (and may be bound).
 func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
-	byWhere := map[string][]string{} // the rule engine's secrets by place
+	// Built when first needed: most segments have no finding at all, and
+	// this runs once per JSON string.
+	var byWhere map[string][]string // the rule engine's secrets by place
 	for _, o := range found {
 		if o.secret != "" && o.Rule != genericRule {
+			if byWhere == nil {
+				byWhere = map[string][]string{}
+			}
 			byWhere[o.Where] = append(byWhere[o.Where], string(o.secret))
 		}
 	}
 	var out []Finding
-	seen := map[string]bool{}
-	for _, g := range segs {
+	var seen map[string]bool
+	var g *segment // the segment being read, for emit
+	emit := func(f Finding) {
+		f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
+		if covered(string(f.secret), byWhere[f.Where]) {
+			return
+		}
+		key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
+		if seen[key] {
+			return
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	for _, g = range segs {
 		feats, phrases := featureScan(g.text)
 		for _, d := range detectors {
 			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
 				continue
-			}
-			emit := func(f Finding) {
-				f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
-				if covered(string(f.secret), byWhere[f.Where]) {
-					return
-				}
-				key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
-				if seen[key] {
-					return
-				}
-				seen[key] = true
-				out = append(out, f)
 			}
 			if d.inWords != nil {
 				d.inWords(g.text, phrases, emit)
