@@ -82,3 +82,37 @@ func TestHexChainWindowsAsWholeText(t *testing.T) {
 		t.Fatalf("only %d matches in the random texts", found)
 	}
 }
+
+// TestCardWindowsAsWholeText checks that cardRE run in eachCardWindow's
+// windows finds what it finds on the whole text.
+func TestCardWindowsAsWholeText(t *testing.T) {
+	parts := []string{"4111111111111111", "4111 1111 1111 1111", "1234567", "0", " ", "-", ".", ",", "a", "_", "\n", ".x", "..", "9"}
+	r := rand.New(rand.NewPCG(9, 10))
+	found := 0
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for k := r.IntN(12); k > 0; k-- {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		text := b.String()
+		want := cardRE.FindAllStringSubmatchIndex(text, -1)
+		var got [][]int
+		eachCardWindow(text, func(ws, we int) {
+			for _, m := range cardRE.FindAllStringSubmatchIndex(text[ws:we], -1) {
+				for i := range m {
+					if m[i] >= 0 {
+						m[i] += ws
+					}
+				}
+				got = append(got, m)
+			}
+		})
+		if !slices.EqualFunc(want, got, slices.Equal) {
+			t.Fatalf("%q: whole text %v, windows %v", text, want, got)
+		}
+		found += len(want)
+	}
+	if found < 100 {
+		t.Fatalf("only %d matches in the random texts", found)
+	}
+}
