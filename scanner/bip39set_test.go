@@ -87,3 +87,35 @@ func TestWordsSpanHoldsPhrases(t *testing.T) {
 		t.Fatalf("only %d phrases", found)
 	}
 }
+
+// TestCryptoMarksCoverTheirDetectors: each crypto detector's prefilter mark
+// is set on every text where the detector's own scan finds a candidate.
+func TestCryptoMarksCoverTheirDetectors(t *testing.T) {
+	parts := []string{"5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ", "1BoatSLRHtKNngkdXEeobR76b6LR",
+		"0x", "0X", "bc1", "BC1", "tb1", "key", "Key", "KEY", "kEy", " ", "\n", "é", "_", "-", "O", "l", "0", "I", "9"}
+	r := rand.New(rand.NewPCG(11, 12))
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for k := r.IntN(10); k > 0; k-- {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		text := b.String()
+		f := features(text)
+		b58 := false
+		eachBase58Token(text, func(int, int) { b58 = true })
+		for _, c := range []struct {
+			name string
+			has  bool
+			mark uint32
+		}{
+			{"base58", b58, fBase58},
+			{"eth", containsAny(text, "0x", "0X"), fEth},
+			{"bech32", containsAny(text, "bc1", "tb1", "BC1", "TB1"), fBech32},
+			{"key", containsAny(text, "key", "Key", "KEY"), fKeyWord},
+		} {
+			if c.has && f&c.mark == 0 {
+				t.Fatalf("%q: %s candidate without its mark", text, c.name)
+			}
+		}
+	}
+}

@@ -28,14 +28,18 @@ var xprvVersions = map[[4]byte]bool{
 // detectCrypto reports cryptocurrency private keys (WIF, extended keys, hex
 // keys named as such) and addresses, each only when its checksum holds.
 func detectCrypto(text string, emit func(Finding)) {
-	each := func(re *regexp.Regexp, fn func(v string) (string, bool)) {
-		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
-			v := text[m[2]:m[3]]
-			if rule, ok := fn(v); ok {
-				emit(secretAt(rule, text, m[2], m[3]))
-			}
-		}
-	}
+	detectBase58Keys(text, emit)
+	detectBech32(text, emit)
+	detectEthAddress(text, emit)
+	detectHexKey(text, emit)
+}
+
+// The parts of detectCrypto, each its own detector with its own
+// prefilter mark: "key" is in most code, which made all of them read it.
+
+// detectBase58Keys reports WIF and extended private keys and base58check
+// addresses.
+func detectBase58Keys(text string, emit func(Finding)) {
 	eachBase58Token(text, func(start, end int) {
 		v := text[start:end]
 		n := len(v)
@@ -62,6 +66,10 @@ func detectCrypto(text string, emit func(Finding)) {
 		}
 		emit(secretAt(rule, text, start, end))
 	})
+}
+
+// detectBech32 reports bech32 addresses.
+func detectBech32(text string, emit func(Finding)) {
 	eachWordAfter(text, []string{"bc1", "tb1", "BC1", "TB1"}, func(start, end int) {
 		v := text[start:end]
 		lv := strings.ToLower(v)
@@ -69,13 +77,26 @@ func detectCrypto(text string, emit func(Finding)) {
 			emit(secretAt(RuleCryptoAddress, text, start, end))
 		}
 	})
+}
+
+// detectEthAddress reports Ethereum addresses.
+func detectEthAddress(text string, emit func(Finding)) {
 	eachWordAfter(text, []string{"0x", "0X"}, func(start, end int) {
 		if end-start == 42 && isHexStr(text[start+2:end]) && eip55(text[start+2:end]) {
 			emit(secretAt(RuleCryptoAddress, text, start, end))
 		}
 	})
-	if containsAny(text, "key", "Key", "KEY") && hasHexRun(text, 64) {
-		each(hexKeyRE, func(v string) (string, bool) { return RuleHexPrivateKey, !repetitive(strings.ToLower(v)) })
+}
+
+// detectHexKey reports 64 hex digits beside a private-key word.
+func detectHexKey(text string, emit func(Finding)) {
+	if !containsAny(text, "key", "Key", "KEY") || !hasHexRun(text, 64) {
+		return
+	}
+	for _, m := range hexKeyRE.FindAllStringSubmatchIndex(text, -1) {
+		if v := text[m[2]:m[3]]; !repetitive(strings.ToLower(v)) {
+			emit(secretAt(RuleHexPrivateKey, text, m[2], m[3]))
+		}
 	}
 }
 

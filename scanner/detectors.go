@@ -59,7 +59,10 @@ type detector struct {
 var detectors = []detector{
 	{name: "cards", needs: fCardDigits, fn: detectCards},
 	{name: "iban", needs: fIBAN, fn: detectIBAN},
-	{name: "crypto", needs: fBase58 | fEth | fBech32 | fKeyWord, fn: detectCrypto},
+	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys},
+	{name: "crypto-bech32", needs: fBech32, fn: detectBech32},
+	{name: "crypto-eth", needs: fEth, fn: detectEthAddress},
+	{name: "crypto-hex-key", needs: fKeyWord, fn: detectHexKey},
 	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inWords: detectMnemonicIn},
 	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
 	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
