@@ -14,39 +14,64 @@ var cardRE = regexp.MustCompile(`(?:^|[^0-9A-Za-z_.\-])((?:\d[ -]?){12,18}\d)(?:
 // issuer's prefix and a length that issuer uses. Separators must be
 // consistent (all spaces or all dashes), as people and forms write them.
 func detectCards(text string, emit func(Finding)) {
-	if !hasDigitRun(text, 13) {
-		return
-	}
-	for _, m := range cardRE.FindAllStringSubmatchIndex(text, -1) {
-		raw := text[m[2]:m[3]]
-		if strings.Contains(raw, " ") && strings.Contains(raw, "-") {
-			continue
+	eachCardWindow(text, func(ws, we int) {
+		for _, m := range cardRE.FindAllStringSubmatchIndex(text[ws:we], -1) {
+			checkCard(text, ws+m[2], ws+m[3], emit)
 		}
-		digits := strings.NewReplacer(" ", "", "-", "").Replace(raw)
-		if len(digits) < 13 || len(digits) > 19 || !luhn(digits) || !cardIssuer(digits) || repetitive(digits) {
-			continue
-		}
-		emit(secretAt(RulePaymentCard, text, m[2], m[3]))
-	}
+	})
 }
 
-// hasDigitRun reports whether text holds n digits (separators aside) close
-// together: a cheap filter before the regexp.
-func hasDigitRun(text string, n int) bool {
-	c := 0
-	for i := 0; i < len(text); i++ {
-		switch b := text[i]; {
-		case b >= '0' && b <= '9':
-			c++
-			if c >= n {
-				return true
-			}
-		case b == ' ' || b == '-':
-		default:
-			c = 0
-		}
+// checkCard emits text[start:end] if it is a card number.
+func checkCard(text string, start, end int, emit func(Finding)) {
+	raw := text[start:end]
+	if strings.Contains(raw, " ") && strings.Contains(raw, "-") {
+		return
 	}
-	return false
+	digits := strings.NewReplacer(" ", "", "-", "").Replace(raw)
+	if len(digits) < 13 || len(digits) > 19 || !luhn(digits) || !cardIssuer(digits) || repetitive(digits) {
+		return
+	}
+	emit(secretAt(RulePaymentCard, text, start, end))
+}
+
+// eachCardWindow calls fn with the windows of text where cardRE may match,
+// so that it does not read a whole large text: each maximal run of digits,
+// spaces and dashes with 13 digits or more, with the byte before it and
+// two after (what cardRE reads around its number). Windows that touch are
+// joined, so that a byte that one match takes is not another's in a window
+// either.
+func eachCardWindow(text string, fn func(ws, we int)) {
+	ps, pe := -1, -1 // the pending window
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < '0' || c > '9' {
+			i++
+			continue
+		}
+		start, digits := i, 0
+		for ; i < len(text); i++ {
+			if c := text[i]; c >= '0' && c <= '9' {
+				digits++
+			} else if c != ' ' && c != '-' {
+				break
+			}
+		}
+		if digits < 13 {
+			continue
+		}
+		ws, we := max(0, start-1), min(len(text), i+2)
+		if ps >= 0 && ws <= pe {
+			pe = max(pe, we)
+			continue
+		}
+		if ps >= 0 {
+			fn(ps, pe)
+		}
+		ps, pe = ws, we
+	}
+	if ps >= 0 {
+		fn(ps, pe)
+	}
 }
 
 // luhn reports whether the digits end in a valid Luhn check digit.

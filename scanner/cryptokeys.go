@@ -28,14 +28,18 @@ var xprvVersions = map[[4]byte]bool{
 // detectCrypto reports cryptocurrency private keys (WIF, extended keys, hex
 // keys named as such) and addresses, each only when its checksum holds.
 func detectCrypto(text string, emit func(Finding)) {
-	each := func(re *regexp.Regexp, fn func(v string) (string, bool)) {
-		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
-			v := text[m[2]:m[3]]
-			if rule, ok := fn(v); ok {
-				emit(secretAt(rule, text, m[2], m[3]))
-			}
-		}
-	}
+	detectBase58Keys(text, emit)
+	detectBech32(text, emit)
+	detectEthAddress(text, emit)
+	detectHexKey(text, emit)
+}
+
+// The parts of detectCrypto, each its own detector with its own
+// prefilter mark: "key" is in most code, which made all of them read it.
+
+// detectBase58Keys reports WIF and extended private keys and base58check
+// addresses.
+func detectBase58Keys(text string, emit func(Finding)) {
 	eachBase58Token(text, func(start, end int) {
 		v := text[start:end]
 		n := len(v)
@@ -62,6 +66,10 @@ func detectCrypto(text string, emit func(Finding)) {
 		}
 		emit(secretAt(rule, text, start, end))
 	})
+}
+
+// detectBech32 reports bech32 addresses.
+func detectBech32(text string, emit func(Finding)) {
 	eachWordAfter(text, []string{"bc1", "tb1", "BC1", "TB1"}, func(start, end int) {
 		v := text[start:end]
 		lv := strings.ToLower(v)
@@ -69,13 +77,26 @@ func detectCrypto(text string, emit func(Finding)) {
 			emit(secretAt(RuleCryptoAddress, text, start, end))
 		}
 	})
+}
+
+// detectEthAddress reports Ethereum addresses.
+func detectEthAddress(text string, emit func(Finding)) {
 	eachWordAfter(text, []string{"0x", "0X"}, func(start, end int) {
 		if end-start == 42 && isHexStr(text[start+2:end]) && eip55(text[start+2:end]) {
 			emit(secretAt(RuleCryptoAddress, text, start, end))
 		}
 	})
-	if containsAny(text, "key", "Key", "KEY") && hasHexRun(text, 64) {
-		each(hexKeyRE, func(v string) (string, bool) { return RuleHexPrivateKey, !repetitive(strings.ToLower(v)) })
+}
+
+// detectHexKey reports 64 hex digits beside a private-key word.
+func detectHexKey(text string, emit func(Finding)) {
+	if !containsAny(text, "key", "Key", "KEY") || !hasHexRun(text, 64) {
+		return
+	}
+	for _, m := range hexKeyRE.FindAllStringSubmatchIndex(text, -1) {
+		if v := text[m[2]:m[3]]; !repetitive(strings.ToLower(v)) {
+			emit(secretAt(RuleHexPrivateKey, text, m[2], m[3]))
+		}
 	}
 }
 
@@ -83,6 +104,16 @@ func detectCrypto(text string, emit func(Finding)) {
 func detectMnemonic(text string, emit func(Finding)) {
 	for _, p := range mnemonics(text) {
 		emit(secretFinding(RuleMnemonic, text, p))
+	}
+}
+
+// detectMnemonicIn is detectMnemonic reading only the spans where the
+// prefilter found a phrase (featureScan).
+func detectMnemonicIn(text string, spans [][2]int, emit func(Finding)) {
+	for _, sp := range spans {
+		for _, p := range mnemonics(text[sp[0]:sp[1]]) {
+			emit(secretFinding(RuleMnemonic, text, p))
+		}
 	}
 }
 
@@ -194,6 +225,7 @@ var bip39English string
 var (
 	bip39Once  sync.Once
 	bip39Index map[string]int
+	bip39Fast  *bip39Set
 )
 
 func bip39Words() map[string]int {
@@ -203,6 +235,7 @@ func bip39Words() map[string]int {
 		for i, w := range words {
 			bip39Index[w] = i
 		}
+		bip39Fast = newBIP39Set(words)
 	})
 	return bip39Index
 }
@@ -214,6 +247,7 @@ func bip39Words() map[string]int {
 // over ordinary English would match by chance (1 in 16 for 12 words).
 func mnemonics(text string) []string {
 	idx := bip39Words()
+	set := bip39Fast
 	var out []string
 	var run []string // wordlist words in a row
 	flush := func() {
@@ -240,7 +274,7 @@ func mnemonics(text string) []string {
 			j++
 		}
 		// A word with a capital or a non-ASCII letter is not a wordlist word.
-		if _, ok := idx[text[i:j]]; ok {
+		if set.has(text[i:j]) {
 			run = append(run, text[i:j])
 		} else {
 			flush()
@@ -254,11 +288,24 @@ func mnemonics(text string) []string {
 // bip39Checksum checks a phrase's checksum: of its 11 bits per word, the
 // first 32/33 are entropy, the rest the first bits of its SHA-256.
 func bip39Checksum(idx map[string]int, words []string) bool {
-	bits := len(words) * 11
-	ent := bits * 32 / 33
-	buf := make([]byte, (bits+7)/8)
+	var vs [24]uint16
+	if len(words) > len(vs) {
+		return false
+	}
 	for w, word := range words {
-		v := idx[word]
+		vs[w] = uint16(idx[word])
+	}
+	return bip39ChecksumOf(vs[:len(words)])
+}
+
+// bip39ChecksumOf is bip39Checksum on the words' wordlist indices (at
+// most 24).
+func bip39ChecksumOf(vs []uint16) bool {
+	bits := len(vs) * 11
+	ent := bits * 32 / 33
+	var arr [33]byte
+	buf := arr[:(bits+7)/8]
+	for w, v := range vs {
 		for b := 0; b < 11; b++ {
 			if v&(1<<(10-b)) != 0 {
 				pos := w*11 + b

@@ -50,14 +50,20 @@ type detector struct {
 	needs   uint32 // features (prefilter.go) of which a text must hold one; 0: any text
 	applies func(g *segment) bool
 	fn      func(text string, emit func(Finding))
+	// inWords, when set, is what detect runs in place of fn: it reads
+	// only the spans where featureScan found phrases.
+	inWords func(text string, spans [][2]int, emit func(Finding))
 }
 
 // detectors run over every segment, after the rule engine.
 var detectors = []detector{
 	{name: "cards", needs: fCardDigits, fn: detectCards},
 	{name: "iban", needs: fIBAN, fn: detectIBAN},
-	{name: "crypto", needs: fBase58 | fEth | fBech32 | fKeyWord, fn: detectCrypto},
-	{name: "mnemonic", needs: fWords, fn: detectMnemonic},
+	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys},
+	{name: "crypto-bech32", needs: fBech32, fn: detectBech32},
+	{name: "crypto-eth", needs: fEth, fn: detectEthAddress},
+	{name: "crypto-hex-key", needs: fKeyWord, fn: detectHexKey},
+	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inWords: detectMnemonicIn},
 	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
 	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
 	{name: "jwt", needs: fJWT, fn: detectJWT},
@@ -70,32 +76,46 @@ var detectors = []detector{
 // of the rule engine already holds in the same place is left to that
 // finding: its rule is the more specific one (and may be bound).
 func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
-	byWhere := map[string][]string{} // the rule engine's secrets by place
+	// Built when first needed: most segments have no finding at all, and
+	// this runs once per JSON string.
+	var byWhere map[string][]string // the rule engine's secrets by place
 	for _, o := range found {
 		if o.secret != "" && o.Rule != genericRule {
+			if byWhere == nil {
+				byWhere = map[string][]string{}
+			}
 			byWhere[o.Where] = append(byWhere[o.Where], string(o.secret))
 		}
 	}
 	var out []Finding
-	seen := map[string]bool{}
-	for _, g := range segs {
-		feats := features(g.text)
+	var seen map[string]bool
+	var g *segment // the segment being read, for emit
+	emit := func(f Finding) {
+		f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
+		if covered(string(f.secret), byWhere[f.Where]) {
+			return
+		}
+		key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
+		if seen[key] {
+			return
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	for _, g = range segs {
+		feats, phrases := featureScan(g.text)
 		for _, d := range detectors {
 			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
 				continue
 			}
-			d.fn(g.text, func(f Finding) {
-				f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
-				if covered(string(f.secret), byWhere[f.Where]) {
-					return
-				}
-				key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
-				if seen[key] {
-					return
-				}
-				seen[key] = true
-				out = append(out, f)
-			})
+			if d.inWords != nil {
+				d.inWords(g.text, phrases, emit)
+			} else {
+				d.fn(g.text, emit)
+			}
 		}
 	}
 	return out

@@ -66,9 +66,11 @@ func BenchmarkKeywordSet(b *testing.B) {
 		b.Run(name+"/ours", func(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			n := 0
+			cpu := cpuTime()
 			for b.Loop() {
 				rs.eng.kw.each(text, func(int, int) { n++ })
 			}
+			reportCPU(b, cpuTime()-cpu, len(text))
 		})
 		b.Run(name+"/bobusumisu", func(b *testing.B) {
 			b.SetBytes(int64(len(text)))

@@ -54,15 +54,66 @@ func detectEnv(text string, emit func(Finding)) {
 			emit(secretFinding(RuleEnvSecret, line, v))
 		}
 	}
-	if strings.Contains(text, "://") && strings.Contains(text, "@") {
-		for _, m := range connRE.FindAllStringSubmatchIndex(text, -1) {
-			pass := text[m[6]:m[7]]
+	eachConnWindow(text, func(ws, we int) {
+		for _, m := range connRE.FindAllStringSubmatchIndex(text[ws:we], -1) {
+			pass := text[ws+m[6] : ws+m[7]]
 			if placeholder(pass) || len(pass) < 3 {
 				continue
 			}
-			emit(secretAt(RuleConnectionString, text, m[0], m[1]))
+			emit(secretAt(RuleConnectionString, text, ws+m[0], ws+m[1]))
 		}
+	})
+}
+
+// eachConnWindow calls fn with the windows of text where connRE may
+// match, so that the regex does not read a whole large text: a match holds
+// one "://", starts in the run of word, '+', '.' and '-' bytes before it
+// (connRE's \b sees the same boundary at the window's start as in the whole
+// text, since the byte before the run is none of them) and ends before the
+// first white space, quote or angle bracket after it, and it holds an '@'.
+// The "://"s after the first in a window are in the same window.
+func eachConnWindow(text string, fn func(ws, we int)) {
+	end := 0 // the last window's end: a "://" before it is in that window
+	for off := 0; ; {
+		i := strings.Index(text[off:], "://")
+		if i < 0 {
+			return
+		}
+		p := off + i
+		off = p + 3
+		if p < end {
+			continue
+		}
+		we := p + 3
+		at := false
+		for we < len(text) && !connStop(text[we]) {
+			at = at || text[we] == '@'
+			we++
+		}
+		end = we
+		if !at {
+			continue
+		}
+		ws := p
+		for ws > 0 && connSchemeByte(text[ws-1]) {
+			ws--
+		}
+		fn(ws, we)
 	}
+}
+
+// connStop is a byte that no part of connRE's match after "://" holds.
+func connStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '"', '\'', '<', '>':
+		return true
+	}
+	return false
+}
+
+// connSchemeByte is a scheme byte or a word byte (for \b).
+func connSchemeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-' || c == '_'
 }
 
 // assignment splits one line of the forms NAME=value, export NAME=value,
@@ -70,7 +121,7 @@ func detectEnv(text string, emit func(Finding)) {
 func assignment(line string) (name, value string, ok bool) {
 	s := strings.TrimLeft(line, " \t")
 	s = strings.TrimPrefix(s, "export ")
-	i := strings.IndexAny(s, "=:")
+	i := strings.IndexAny(s[:min(len(s), 86)], "=:") // a longer name is no name: do not read a long line
 	if i <= 0 || i > 84 {
 		return "", "", false
 	}

@@ -27,33 +27,67 @@ func detectEvasion(text string, emit func(Finding)) {
 			emit(f)
 		}
 	}
-	if !delimitedHexStart(text) {
-		return
-	}
-	for _, m := range delimitedHexRE.FindAllStringSubmatchIndex(text, -1) {
-		v := text[m[0]:m[1]]
-		sep := text[m[2]:m[3]]
-		b, err := hex.DecodeString(strings.ReplaceAll(v, sep, ""))
-		if err != nil || !printableASCII(b) || strings.Count(v, sep) != len(b)-1 {
+	eachHexChain(text, func(ws, we int) {
+		for _, m := range delimitedHexRE.FindAllStringSubmatchIndex(text[ws:we], -1) {
+			v := text[ws+m[0] : ws+m[1]]
+			sep := text[ws+m[2] : ws+m[3]]
+			b, err := hex.DecodeString(strings.ReplaceAll(v, sep, ""))
+			if err != nil || !printableASCII(b) || strings.Count(v, sep) != len(b)-1 {
+				continue
+			}
+			f := secretAt(RuleMultiEncoded, text, ws+m[0], ws+m[1])
+			f.Snippet = "text as delimited hex: " + f.Snippet
+			emit(f)
+		}
+	})
+}
+
+// eachHexChain calls fn with the windows of s where delimitedHexRE may
+// match, so that it does not read a whole large text: around each chain of
+// twelve and more hex pairs split by its delimiters, widened over the word
+// bytes on either side and one byte more, so that \b sees at the window's
+// edges what it sees in s. Overlapping windows are joined.
+func eachHexChain(s string, fn func(ws, we int)) {
+	delim := func(c byte) bool { return c == '-' || c == ':' || c == '.' || c == ',' || c == ' ' }
+	ps, pe := -1, -1 // the pending window
+	for i := 0; i+1 < len(s); i++ {
+		if !isHexByte[s[i]] || !isHexByte[s[i+1]] {
 			continue
 		}
-		f := secretAt(RuleMultiEncoded, text, m[0], m[1])
-		f.Snippet = "text as delimited hex: " + f.Snippet
-		emit(f)
+		j, pairs := i, 1 // j: the last pair's start
+		for j+4 < len(s) && delim(s[j+2]) && isHexByte[s[j+3]] && isHexByte[s[j+4]] {
+			j += 3
+			pairs++
+		}
+		if pairs < 12 {
+			continue
+		}
+		ws, we := i, j+2
+		for ws > 0 && isWordByte(s[ws-1]) {
+			ws--
+		}
+		for we < len(s) && isWordByte(s[we]) {
+			we++
+		}
+		ws, we = max(0, ws-1), min(len(s), we+1)
+		if ps >= 0 && ws <= pe {
+			pe = max(pe, we)
+		} else {
+			if ps >= 0 {
+				fn(ps, pe)
+			}
+			ps, pe = ws, we
+		}
+		i = j // on from the last pair's second digit
+	}
+	if ps >= 0 {
+		fn(ps, pe)
 	}
 }
 
-// delimitedHexStart reports three hex bytes split by the same delimiter
-// somewhere in s: the cheap test before delimitedHexRE.
-func delimitedHexStart(s string) bool {
-	for i := 0; i+7 < len(s); i++ {
-		d := s[i+2]
-		if (d == '-' || d == ':' || d == '.' || d == ',' || d == ' ') && s[i+5] == d &&
-			isHexStr(s[i:i+2]) && isHexStr(s[i+3:i+5]) && isHexStr(s[i+6:i+8]) {
-			return true
-		}
-	}
-	return false
+// isWordByte is a byte \b counts as a word's.
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
 }
 
 // printableASCII reports bytes that are all printable ASCII (space to ~).

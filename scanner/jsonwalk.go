@@ -34,6 +34,7 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 		out     []*segment
 		scratch []byte
 		state   = wantValue
+		keys    = map[string]string{} // object keys read so far, to reuse their strings
 	)
 	// elemPath is the path of the value about to be read in the top frame.
 	elemPath := func() string {
@@ -102,8 +103,13 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 				if esc {
 					scratch = appendUnquoted(scratch[:0], raw)
 					f.key = string(scratch)
+				} else if k, ok := keys[string(raw)]; ok {
+					f.key = k // the same few keys over and over in most bodies
 				} else {
 					f.key = string(raw)
+					if len(keys) < maxInternedKeys {
+						keys[f.key] = f.key
+					}
 				}
 				state = wantColon
 				continue
@@ -310,3 +316,6 @@ func getu4(s []byte) rune {
 	}
 	return r
 }
+
+// maxInternedKeys bounds the keys jsonSegmentsFast reuses.
+const maxInternedKeys = 256

@@ -14,7 +14,7 @@ const (
 	fAssign                 // = or :
 	fPercent                // %2525
 	fDelimHex               // hex bytes split by a delimiter
-	fWords                  // twelve short lower-case words in a row
+	fWords                  // a BIP-39 phrase: 12 to 24 wordlist words in a row with its checksum
 )
 
 // Byte classes for features: most bytes of prose are lower-case letters
@@ -47,10 +47,53 @@ var byteClass = func() (t [256]uint8) {
 
 // features reports which of the marks above text holds.
 func features(s string) uint32 {
-	var f uint32
-	digits := 0              // digits in a row (spaces and dashes allowed between)
-	word, b58 := 0, true     // letters and digits in a row; all base58 digits
-	lower, words := 0, 0     // lower-case letters in a row; short words in a row
+	f, _ := featureScan(s)
+	return f
+}
+
+// featureScan is features and, when fWords is set, the spans of s that
+// hold the phrases: each starts and ends where mnemonics cuts a run, so
+// that mnemonics reads the same runs in them as in s.
+func featureScan(s string) (f uint32, phrases [][2]int) {
+	runStart := 0        // where the current run of wordlist words was last cut
+	var idx [24]uint16   // the run's words' wordlist indices
+	digits := 0          // digits in a row (spaces and dashes allowed between)
+	word, b58 := 0, true // letters and digits in a row; all base58 digits
+	// Words as mnemonics reads them: runs of letters (ASCII and any byte
+	// from 0x80) split by white space; a run of wordlist words is cut by
+	// any other word or byte, and only one of a phrase's lengths is worth
+	// mnemonics' reading.
+	letters, run := 0, 0 // letters in the current word; wordlist words in a row
+	lowerOnly := true    // the current word is all lower-case ASCII
+	var packed uint64    // its letters, packed as bip39Set packs them
+	set := bip39Words39()
+	cut := func(i int) {
+		switch run {
+		case 12, 15, 18, 21, 24:
+			if bip39ChecksumOf(idx[:run]) {
+				f |= fWords
+				phrases = append(phrases, [2]int{runStart, i})
+			}
+		}
+		run, runStart = 0, i
+	}
+	// endLetters ends the current word at a byte that is no letter.
+	endLetters := func(i int, space bool) {
+		if letters > 0 {
+			if v, ok := set.index(packed); ok && lowerOnly && letters >= 3 && letters <= 8 {
+				if run < len(idx) {
+					idx[run] = v
+				}
+				run++
+			} else {
+				cut(i)
+			}
+			letters, packed, lowerOnly = 0, 0, true
+		}
+		if !space {
+			cut(i)
+		}
+	}
 	endWord := func(i int) { // at a byte that ends a word of letters and digits
 		if b58 && word >= 26 && word <= 112 {
 			f |= fBase58
@@ -61,22 +104,21 @@ func features(s string) uint32 {
 		c := s[i]
 		switch byteClass[c] {
 		case clLower:
-			lower++
+			letters++
+			packed = packed<<8 | uint64(c)
 			word++
-			if c == 'l' {
+			switch c {
+			case 'l':
 				b58 = false
+			case 'y':
+				if i >= 2 && s[i-1] == 'e' && (s[i-2] == 'k' || s[i-2] == 'K') {
+					f |= fKeyWord
+				}
 			}
 			digits = 0
 			continue
 		case clSpace:
-			if lower >= 3 && lower <= 8 && lower == word {
-				if words++; words >= 12 {
-					f |= fWords
-				}
-			} else if lower > 0 || word > 0 {
-				words = 0
-			}
-			lower = 0
+			endLetters(i, true)
 			endWord(i)
 			if c == ' ' {
 				continue // between digit groups too
@@ -97,20 +139,31 @@ func features(s string) uint32 {
 			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
 			}
-			lower, words = 0, 0
+			endLetters(i, false)
 			if i+7 < len(s) {
 				delimitedHexAt(s, i, &f)
 			}
 			continue
 		case clUpper:
 			word++
-			if c == 'I' || c == 'O' {
+			switch c {
+			case 'I', 'O':
 				b58 = false
+			case 'J':
+				if i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
+					f |= fJWT
+				}
+			case 'Y':
+				if i >= 2 && s[i-2] == 'K' && s[i-1] == 'E' {
+					f |= fKeyWord
+				}
 			}
 			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
 				f |= fIBAN
 			}
-			lower, words, digits = 0, 0, 0
+			letters++
+			lowerOnly = false
+			digits = 0
 			continue
 		case clPunct:
 			switch c {
@@ -138,22 +191,17 @@ func features(s string) uint32 {
 		if c != '-' {
 			digits = 0
 		}
-		lower, words = 0, 0
+		if c >= 0x80 {
+			letters++
+			lowerOnly = false
+		} else {
+			endLetters(i, false)
+		}
 		endWord(i)
 	}
 	endWord(len(s))
-	if lower >= 3 && lower <= 8 && lower == word && words >= 11 {
-		f |= fWords
-	}
-	// Marks inside words, rare enough to look for with the library's
-	// vectorised search.
-	if containsAny(s, "eyJ") {
-		f |= fJWT
-	}
-	if containsAny(s, "key", "Key", "KEY") {
-		f |= fKeyWord
-	}
-	return f
+	endLetters(len(s), false)
+	return f, phrases
 }
 
 // delimitedHexAt sets fDelimHex when three hex bytes split by one

@@ -176,7 +176,7 @@ func translate(name string, data []byte) (config.Config, packExtras, error) {
 			c.TargetRules = nil
 			tmp.Allowlists = append(tmp.Allowlists, &c)
 		}
-		tc, err := tmp.Translate()
+		tc, err := translateSafe(tmp)
 		if err != nil {
 			return config.Config{}, packExtras{}, fmt.Errorf("scanner: pack %s: %w", name, err)
 		}
@@ -187,7 +187,7 @@ func translate(name string, data []byte) (config.Config, packExtras, error) {
 		}
 	}
 	vc.Allowlists = global
-	c, err := vc.Translate()
+	c, err := translateSafe(vc)
 	if err != nil {
 		return config.Config{}, packExtras{}, fmt.Errorf("scanner: pack %s: %w", name, err)
 	}

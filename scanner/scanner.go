@@ -301,46 +301,6 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 	return out, nil
 }
 
-// dropCovered drops high-entropy URL findings whose value holds a secret
-// that has its own finding.
-func dropCovered(found []Finding) []Finding {
-	out := found[:0:0]
-	for _, f := range found {
-		covered := false
-		if f.Rule == RuleURLEntropy {
-			for _, o := range found {
-				if o.Kind != KindExfilLink && o.secret != "" && strings.Contains(string(f.secret), string(o.secret)) {
-					covered = true
-				}
-			}
-		}
-		if !covered {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// safePath masks secrets found in the URL out of the path.
-func safePath(p string, fs []Finding) string {
-	inURL := false
-	for _, f := range fs {
-		if !strings.HasPrefix(f.Where, "url") || f.secret == "" {
-			continue
-		}
-		inURL = true
-		p = strings.ReplaceAll(p, string(f.secret), mask(string(f.secret)))
-	}
-	if inURL && !strings.Contains(p, "[REDACTED") {
-		for _, f := range fs {
-			if f.Where == "url" && f.Decoding != "" {
-				return "/[REDACTED]"
-			}
-		}
-	}
-	return p
-}
-
 // withCanaries adds canary findings and drops the secret findings that
 // were canaries: a canary is reported once, as a canary.
 func (s *Scanner) withCanaries(segs []*segment, found []Finding, lengths map[int]bool) []Finding {
@@ -372,9 +332,6 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 		if f.Action == Pass {
 			continue
 		}
-		if f.Fingerprint == "" && f.secret != "" {
-			f.Fingerprint = fingerprint(s.Key, string(f.secret))
-		}
 		res.Findings = append(res.Findings, *f)
 		res.Verdict = max(res.Verdict, f.Action)
 	}
@@ -387,15 +344,22 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 			pairs = append(pairs, string(f.secret), mask(string(f.secret)))
 		}
 	}
+	// A flood of findings is reported in part: the verdict counts them all,
+	// and only the reported ones get fingerprints and cleaned snippets
+	// (a dense body has tens of thousands of findings).
+	if len(res.Findings) > MaxFindings {
+		res.Findings = res.Findings[:MaxFindings]
+	}
+	for i := range res.Findings {
+		if f := &res.Findings[i]; f.Fingerprint == "" && f.secret != "" {
+			f.Fingerprint = fingerprint(s.Key, string(f.secret))
+		}
+	}
 	if len(pairs) > 2 {
 		rep := strings.NewReplacer(pairs...)
 		for i := range res.Findings {
 			res.Findings[i].Snippet = rep.Replace(res.Findings[i].Snippet)
 		}
-	}
-	// A flood of findings is reported in part: the verdict counts them all.
-	if len(res.Findings) > MaxFindings {
-		res.Findings = res.Findings[:MaxFindings]
 	}
 	// Nor may a location show one (see safeWhere).
 	secrets := make([]string, 0, len(pairs)/2)

@@ -73,3 +73,43 @@ func looksLikeData(run string) bool {
 	}
 	return letter && digit && entropy(run) >= dataRunEntropy
 }
+
+// dropCovered drops high-entropy URL findings whose value holds a secret
+// that has its own finding.
+func dropCovered(found []Finding) []Finding {
+	out := found[:0:0]
+	for _, f := range found {
+		covered := false
+		if f.Rule == RuleURLEntropy {
+			for _, o := range found {
+				if o.Kind != KindExfilLink && o.secret != "" && strings.Contains(string(f.secret), string(o.secret)) {
+					covered = true
+				}
+			}
+		}
+		if !covered {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// safePath masks secrets found in the URL out of the path.
+func safePath(p string, fs []Finding) string {
+	inURL := false
+	for _, f := range fs {
+		if !strings.HasPrefix(f.Where, "url") || f.secret == "" {
+			continue
+		}
+		inURL = true
+		p = strings.ReplaceAll(p, string(f.secret), mask(string(f.secret)))
+	}
+	if inURL && !strings.Contains(p, "[REDACTED") {
+		for _, f := range fs {
+			if f.Where == "url" && f.Decoding != "" {
+				return "/[REDACTED]"
+			}
+		}
+	}
+	return p
+}
