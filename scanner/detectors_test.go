@@ -401,6 +401,14 @@ func TestMnemonicNotInProse(t *testing.T) {
 	if got := mnemonics(prose); len(got) != 0 {
 		t.Errorf("a 400-word run gave %d phrases", len(got))
 	}
+	// And through the whole scan, prefilter included.
+	fs, err := (&Scanner{}).ScanText(context.Background(), "body", []byte(prose))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		t.Errorf("prose: finding %s at %s", f.Rule, f.Where)
+	}
 	// Capitalised words and punctuation end a run; they are never half-read.
 	if got := mnemonics("Kitchen order example update. Teacher bread"); len(got) != 0 {
 		t.Errorf("prose gave phrases: %q", got)
