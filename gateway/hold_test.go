@@ -228,16 +228,25 @@ func TestHoldH2Stream(t *testing.T) {
 // against its BodyReadTimeout.
 func TestHoldKeepsBodyTime(t *testing.T) {
 	w, e, desk := reviewWorld(t)
-	w.gw.Limits.BodyReadTimeout = 200 * time.Millisecond
-	// Larger than the socket buffers: most of it is still to come after the hold.
-	w.gw.ScanBodyLimit, w.gw.ScanMemory = 64<<20, 0
-	big := strings.Repeat("a", 32<<20)
+	w.gw.Limits.BodyReadTimeout = time.Second
+	approved := make(chan struct{})
 	desk.AwaitFn = func(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
-		time.Sleep(400 * time.Millisecond) // longer than the body's time
+		time.Sleep(1500 * time.Millisecond) // longer than the body's time
 		e.SetGrants([]rules.Grant{{ID: "ar-1", Tenant: "acme", Entry: rules.Entry{Host: f.Host, Ports: f.Ports, Methods: f.Methods, Paths: f.Paths}}})
+		close(approved)
 		return gateway.Filed{ID: "ar-1", State: "approved"}, nil
 	}
-	resp, err := w.acme().Post(w.url("api.example.test", "/v2/items"), "text/plain", strings.NewReader(big))
+	// The body's second half is sent only once the hold is approved: its
+	// time must count from the approval, not from the request's start.
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(strings.Repeat("a", 16<<10)))
+		<-approved
+		time.Sleep(300 * time.Millisecond) // nothing of it waits in a buffer
+		pw.Write([]byte(strings.Repeat("b", 16<<10)))
+		pw.Close()
+	}()
+	resp, err := w.acme().Post(w.url("api.example.test", "/v2/items"), "text/plain", pr)
 	if err != nil {
 		t.Fatal(err)
 	}
