@@ -182,10 +182,10 @@ func principal(r *http.Request) Principal {
 // scopeTenant returns the tenant a listing is limited to: a tenant principal's own
 // (asking for another is forbidden), or what a staff principal asked for ("" for all).
 func scopeTenant(p Principal, asked string) (string, error) {
-	if p.AtLeast(RoleViewer) {
+	if p.AtLeast(RoleViewer) && p.Tenant == "" {
 		return asked, nil
 	}
-	if !p.AtLeast(RoleTenant) {
+	if !p.AtLeast(RoleTenant) && !(p.AtLeast(RoleViewer) && p.Tenant != "") {
 		return "", errForbidden
 	}
 	if asked != "" && asked != p.Tenant {
