@@ -131,6 +131,7 @@ func mountDashboard(r chi.Router, o Options) {
 		pr.Get("/access", p.access)
 		pr.With(require(RoleReviewer)).Post("/access/{id}/decide", p.decide)
 		pr.Get("/audit", p.audit)
+		mountTriage(pr, p)
 	})
 }
 

@@ -21,8 +21,12 @@ type rulesData struct {
 
 func (p *pages) rules(w http.ResponseWriter, r *http.Request) {
 	var d rulesData
-	var err error
-	if d.Stats, err = p.o.Store.RuleStats(r.Context(), store.IncidentFilter{}); err != nil {
+	tenant, err := pageTenant(r, "")
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	if d.Stats, err = p.o.Store.RuleStats(r.Context(), store.IncidentFilter{Tenant: tenant}); err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -30,7 +34,7 @@ func (p *pages) rules(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("proposals") == "all" {
 		d.State = ""
 	}
-	if d.Proposals, err = p.o.Store.ListProposals(r.Context(), store.ProposalFilter{State: d.State}); err != nil {
+	if d.Proposals, err = p.o.Store.ListProposals(r.Context(), store.ProposalFilter{State: d.State, Tenant: tenant}); err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -182,7 +186,12 @@ type auditData struct {
 
 func (p *pages) audit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.AuditFilter{Tenant: q.Get("tenant"), Limit: 100}
+	tenant, err := pageTenant(r, q.Get("tenant"))
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	f := store.AuditFilter{Tenant: tenant, Limit: 100}
 	if b := q.Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n <= 0 {
