@@ -30,6 +30,8 @@ type pages struct {
 	o    Options
 	auth *Auth
 	tmpl map[string]*template.Template
+	// choices caches the listing's filter choices (pages_triage.go).
+	choiceCache choiceCache
 }
 
 var funcs = template.FuncMap{

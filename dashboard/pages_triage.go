@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -137,8 +138,48 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-// choices lists each filter's values among the tenant's incidents.
+// choiceTTL is how long a tenant's filter choices are reused: counting
+// every column's values costs a scan of the table, and a choice that
+// appeared a few seconds ago can wait for the next refresh.
+const choiceTTL = 30 * time.Second
+
+// choiceCache holds the filter choices per tenant ("" for all) and scoping.
+type choiceCache struct {
+	mu sync.Mutex
+	m  map[string]cachedChoices
+}
+
+type cachedChoices struct {
+	at      time.Time
+	choices []choice
+	hosts   []store.KeyCount
+}
+
+// choices lists each filter's values among the tenant's incidents, from
+// the cache when it is fresh.
 func (p *pages) choices(ctx context.Context, tenant string, scoped bool) ([]choice, []store.KeyCount, error) {
+	key := fmt.Sprintf("%t/%s", scoped, tenant)
+	now := p.o.now()
+	p.choiceCache.mu.Lock()
+	c, ok := p.choiceCache.m[key]
+	p.choiceCache.mu.Unlock()
+	if ok && now.Sub(c.at) < choiceTTL && !now.Before(c.at) {
+		return c.choices, c.hosts, nil
+	}
+	cs, hosts, err := p.countChoices(ctx, tenant, scoped)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.choiceCache.mu.Lock()
+	if p.choiceCache.m == nil || len(p.choiceCache.m) > 1000 {
+		p.choiceCache.m = map[string]cachedChoices{}
+	}
+	p.choiceCache.m[key] = cachedChoices{at: now, choices: cs, hosts: hosts}
+	p.choiceCache.mu.Unlock()
+	return cs, hosts, nil
+}
+
+func (p *pages) countChoices(ctx context.Context, tenant string, scoped bool) ([]choice, []store.KeyCount, error) {
 	var out []choice
 	base := store.IncidentFilter{Tenant: tenant}
 	for _, c := range choiceKeys {

@@ -15,19 +15,18 @@ import (
 var searchColumns = []string{"host", "path", "rule", "run", "fingerprint", "triage_note"}
 
 // searchCond is the condition for a partial, case-insensitive match of s
-// in any search column. LIKE's wildcards in s match themselves; LOWER on
-// both sides because PostgreSQL's LIKE is case-sensitive and SQLite's is not.
+// in any search column: one LIKE over the columns joined by a separator
+// no search can hold (U+0001, dropped from s), six times cheaper than a
+// LIKE per column. LIKE's wildcards in s match themselves; LOWER on both
+// sides because PostgreSQL's LIKE is case-sensitive and SQLite's is not.
 func searchCond(s string) (string, []any) {
-	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(s))
-	pat := "%" + esc + "%"
-	conds := make([]string, len(searchColumns))
-	args := make([]any, len(searchColumns))
-	for i, c := range searchColumns {
-		conds[i] = "LOWER(" + c + `) LIKE ? ESCAPE '\'`
-		args[i] = pat
-	}
-	return "(" + strings.Join(conds, " OR ") + ")", args
+	s = strings.ReplaceAll(strings.ToLower(s), searchSep, "")
+	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+	return "LOWER(" + strings.Join(searchColumns, " || '"+searchSep+"' || ") + `) LIKE ? ESCAPE '\'`, []any{"%" + esc + "%"}
 }
+
+// searchSep separates the columns a search looks in.
+const searchSep = "\x01"
 
 // SortKeys are the columns a listing can be sorted by besides time.
 var SortKeys = []string{"tenant", "run", "class", "kind", "reason", "action", "rule", "host", "triage"}
