@@ -180,20 +180,18 @@ func (p *pages) choices(ctx context.Context, tenant string, scoped bool) ([]choi
 }
 
 func (p *pages) countChoices(ctx context.Context, tenant string, scoped bool) ([]choice, []store.KeyCount, error) {
+	all, err := p.o.Store.AllChoices(ctx, store.IncidentFilter{Tenant: tenant}, maxChoices)
+	if err != nil {
+		return nil, nil, err
+	}
 	var out []choice
-	base := store.IncidentFilter{Tenant: tenant}
 	for _, c := range choiceKeys {
 		if c.Key == "tenant" && scoped {
 			continue
 		}
-		vs, err := p.o.Store.Choices(ctx, base, c.Key, maxChoices)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, choice{Key: c.Key, Label: c.Label, Values: vs})
+		out = append(out, choice{Key: c.Key, Label: c.Label, Values: all[c.Key]})
 	}
-	hosts, err := p.o.Store.Choices(ctx, base, "host", maxChoices)
-	return out, hosts, err
+	return out, all["host"], nil
 }
 
 // sortColumns are the listing's headers, each a link that sorts by it

@@ -178,3 +178,56 @@ func (s *Store) TriageIncidents(ctx context.Context, ids []string, u TriageUpdat
 	}
 	return len(ids), nil
 }
+
+// ChoiceWindow is how many of the newest incidents AllChoices counts.
+const ChoiceWindow = 20_000
+
+// AllChoices returns, for each of ChoiceColumns, the values it takes among
+// the newest ChoiceWindow incidents matching f, the most frequent first,
+// at most n a column: one read of the rows instead of a scan per column.
+func (s *Store) AllChoices(ctx context.Context, f IncidentFilter, n int) (map[string][]KeyCount, error) {
+	where, args := f.where()
+	q := "SELECT " + strings.Join(ChoiceColumns, ", ") + " FROM incidents" + where + " ORDER BY at DESC, id DESC LIMIT ?"
+	rows, err := s.db.QueryContext(ctx, q, append(args, ChoiceWindow)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: choices: %w", err)
+	}
+	defer rows.Close()
+	counts := make([]map[string]int64, len(ChoiceColumns))
+	for i := range counts {
+		counts[i] = map[string]int64{}
+	}
+	vals := make([]string, len(ChoiceColumns))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("store: choices: %w", err)
+		}
+		for i, v := range vals {
+			if v != "" {
+				counts[i][v]++
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: choices: %w", err)
+	}
+	out := map[string][]KeyCount{}
+	for i, col := range ChoiceColumns {
+		kc := make([]KeyCount, 0, len(counts[i]))
+		for k, c := range counts[i] {
+			kc = append(kc, KeyCount{Key: k, Count: c})
+		}
+		slices.SortFunc(kc, func(a, b KeyCount) int {
+			if a.Count != b.Count {
+				return int(b.Count - a.Count)
+			}
+			return strings.Compare(a.Key, b.Key)
+		})
+		out[col] = kc[:min(len(kc), n)]
+	}
+	return out, nil
+}

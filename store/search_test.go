@@ -103,5 +103,10 @@ func TestSearchGroupBulkTriage(t *testing.T) {
 		if err != nil || len(ch) != 3 {
 			t.Fatalf("choices %+v %v", ch, err)
 		}
+		all, err := s.AllChoices(ctx, IncidentFilter{Tenant: "acme"}, 10)
+		if err != nil || len(all["reason"]) != 2 || all["reason"][0] != (KeyCount{"secret-detected", 20}) ||
+			len(all["tenant"]) != 1 || len(all["run"]) != 1 || len(all["class"]) != 0 {
+			t.Fatalf("all choices %+v %v", all, err)
+		}
 	})
 }
