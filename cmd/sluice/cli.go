@@ -44,6 +44,7 @@ Usage:
   sluice run end RUN_ID [--tenant T] [--admin URL]
       (credentials from SLUICE_TOKEN, or SLUICE_USER and SLUICE_PASSWORD; never argv)
   sluice user hash [--bcrypt] < password
+  sluice token new --tenant T [--out FILE] [--force]
   sluice version
 
 Without --config, sluice runs on its embedded default: data in ./sluice-data,
@@ -113,6 +114,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runUserHash(rest[1:], os.Stdin, stdout, stderr)
 	case "run":
 		return runRun(ctx, rest, os.Getenv, stdout, stderr)
+	case "token":
+		if len(rest) == 0 || rest[0] != "new" {
+			return fmt.Errorf("%w: sluice token new --tenant T [--out FILE]", errUsage)
+		}
+		return runTokenNew(rest[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "sluice", versionString())
 		return nil
