@@ -54,6 +54,10 @@ proxy on 127.0.0.1:3128, one tenant "default" that may reach nothing.
 // errUsage marks a command line that could not be understood (exit 2).
 var errUsage = errors.New("usage")
 
+// errRefused: the command answered "no" (policy check on a URL the policy
+// denies) and said so on stdout; the exit code is 1, with nothing more on stderr.
+var errRefused = errors.New("refused")
+
 // Run runs one sluice command and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, stdout, stderr)
@@ -62,6 +66,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errRefused):
+		return 1
 	case errors.Is(err, errUsage), errors.Is(err, apiclient.ErrUsage):
 		fmt.Fprintf(stderr, "sluice: %v\n\n%s", err, usage)
 		return 2

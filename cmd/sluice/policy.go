@@ -173,11 +173,14 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	res := p.Check(*method, tg)
 	d := res.Decision
 	if pf.json {
-		return writeJSON(stdout, res)
+		if err := writeJSON(stdout, res); err != nil || d.Action != rules.Deny {
+			return err
+		}
+		return errRefused
 	}
 	if d.Action == rules.Deny {
 		fmt.Fprintf(stdout, "deny %s %s: %s\n", res.Method, res.URL, d.Reason)
-		return nil
+		return errRefused // a script can test the answer: exit 1
 	}
 	fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
 	return nil

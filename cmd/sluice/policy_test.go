@@ -81,15 +81,17 @@ tenants:
 		for _, tc := range []struct {
 			args []string
 			want string
+			code int // a refusal exits 1
 		}{
-			{[]string{"https://api.example.test/x"}, "allow GET https://api.example.test:443/x"},
-			{[]string{"--method", "POST", "https://api.example.test/x"}, "deny POST https://api.example.test:443/x: method-not-allowed"},
-			{[]string{"https://pypi.org/simple/requests/", "--repo", repo}, "preset pypi@1 derived from requirements.txt"},
-			{[]string{"https://pypi.org/simple/requests/"}, "deny GET"},
-			{[]string{"https://pypi.corp.test/simple/", "--repo", repo}, "host-not-allowed"},
+			{[]string{"https://api.example.test/x"}, "allow GET https://api.example.test:443/x", 0},
+			{[]string{"--method", "POST", "https://api.example.test/x"}, "deny POST https://api.example.test:443/x: method-not-allowed", 1},
+			{[]string{"https://pypi.org/simple/requests/", "--repo", repo}, "preset pypi@1 derived from requirements.txt", 0},
+			{[]string{"https://pypi.org/simple/requests/"}, "deny GET", 1},
+			{[]string{"https://pypi.corp.test/simple/", "--repo", repo}, "host-not-allowed", 1},
+			{[]string{"https://pypi.corp.test/simple/", "--json"}, `"reason": "host-not-allowed"`, 1},
 		} {
 			code, out, errs := runCLI(t, append([]string{"policy", "check", "--config", cfg, "--tenant", "acme"}, tc.args...)...)
-			if code != 0 || !strings.Contains(out, tc.want) {
+			if code != tc.code || !strings.Contains(out, tc.want) || errs != "" {
 				t.Errorf("%v: %d %q %s", tc.args, code, out, errs)
 			}
 		}
