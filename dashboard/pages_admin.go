@@ -105,6 +105,7 @@ func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
 			for _, en := range pass {
 				pc.Entries = append(pc.Entries, policyEntry{List: "passthrough", Entry: en, Origin: en.Origin.String()})
 			}
+			pc.Entries = append(pc.Entries, grantEntries(e.Grants(), t, c)...)
 			d.Classes = append(d.Classes, pc)
 		}
 	}
@@ -115,6 +116,8 @@ type accessData struct {
 	State    string
 	States   []string
 	Requests []store.AccessRequest
+	// Blocked counts, by request id, the refused attempts on its host.
+	Blocked map[string]int64
 }
 
 func (p *pages) access(w http.ResponseWriter, r *http.Request) {
@@ -137,6 +140,10 @@ func (p *pages) access(w http.ResponseWriter, r *http.Request) {
 		if pr.SeesTenant(a.Tenant) {
 			d.Requests = append(d.Requests, a)
 		}
+	}
+	if d.Blocked, err = p.blockedAttempts(r.Context(), d.Requests); err != nil {
+		p.fail(w, r, err)
+		return
 	}
 	p.render(w, r, http.StatusOK, "access", "Access requests", d)
 }

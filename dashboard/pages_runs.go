@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -203,6 +204,45 @@ func (p *pages) sameDestination(ctx context.Context, in incident.Incident, host 
 	for _, o := range page.Incidents {
 		if o.ID != in.ID && exfilParts(o).Host == host && len(out) < 20 {
 			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// grantEntries are the grants in force for a tenant's class, shown as
+// `sluice policy explain` shows them: the entry, and as its origin the
+// access request it came from, with its end.
+func grantEntries(gs []rules.Grant, tenant, class string) []policyEntry {
+	var out []policyEntry
+	for _, g := range gs {
+		if g.Tenant != tenant || (g.Class != "" && g.Class != class) {
+			continue
+		}
+		en := g.Entry
+		en.Origin = rules.Origin{Kind: rules.OriginGrant, Grant: g.ID}
+		pe := policyEntry{List: "allow", Entry: en, Origin: en.Origin.String()}
+		if g.Passthrough {
+			pe.List = "passthrough"
+		}
+		if !g.Expires.IsZero() {
+			pe.Origin += ", until " + g.Expires.UTC().Format("2006-01-02 15:04Z")
+		}
+		out = append(out, pe)
+	}
+	return out
+}
+
+// blockedAttempts counts, for each request, its tenant's refused attempts
+// on its host: what stood behind the request.
+func (p *pages) blockedAttempts(ctx context.Context, reqs []store.AccessRequest) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, a := range reqs {
+		n, err := p.o.Store.CountIncidents(ctx, store.IncidentFilter{Tenant: a.Tenant, Host: a.Host, Kind: "deny"})
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out[a.ID] = n
 		}
 	}
 	return out, nil

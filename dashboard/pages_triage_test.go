@@ -181,6 +181,18 @@ func TestTriagePages(t *testing.T) {
 		!strings.Contains(reqs[0].Justification, "inc_globex") {
 		t.Fatalf("filed: %+v %v", reqs, err)
 	}
+	// The request shows the refused attempts behind it; once approved, the
+	// policy page shows the grant with its provenance.
+	if r := c.get("/access"); !strings.Contains(r.body, "1 blocked attempts") {
+		t.Errorf("access page without the blocked attempts:\n%s", r.body)
+	}
+	r = c.do("POST", "/access/"+reqs[0].ID+"/decide", url.Values{"csrf": {csrf}, "decision": {"approve"}, "reason": {"ok for docs"}})
+	if r.code != http.StatusSeeOther {
+		t.Fatalf("approve: %d %s", r.code, r.body)
+	}
+	if r := c.get("/policy?tenant=globex"); !strings.Contains(r.body, "grant "+reqs[0].ID) || !strings.Contains(r.body, "globex-elsewhere.example.test") {
+		t.Errorf("policy page without the grant and its origin:\n%s", r.body)
+	}
 	// Timelines of a host and of a run.
 	for _, path := range []string{"/timeline?host=paste.example.test", "/timeline?run=run_acme"} {
 		if r := c.get(path); r.code != 200 || strings.Count(r.body, `<a href="/incidents/inc_acme`) != 20 {
