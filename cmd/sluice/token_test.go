@@ -46,3 +46,23 @@ func TestTokenNew(t *testing.T) {
 		t.Fatal("a tenant name with a path in it was accepted")
 	}
 }
+
+// config check names the line that points at a missing token file, and
+// how to make one; after `token new` the same config checks.
+func TestConfigCheckNamesTheTokenLine(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfg, []byte("data_dir: data\ntenants:\n  acme:\n    token_file: acme.token\n    classes: {agent: {}}\n"), 0o600)
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"config", "check", "--config", cfg}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "sluice.yaml:4: tenants.acme.token_file: ") || !strings.Contains(errb.String(), "sluice token new") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := Run(context.Background(), []string{"token", "new", "--tenant", "acme", "--out", filepath.Join(dir, "acme.token")}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	if code := Run(context.Background(), []string{"config", "check", "--config", cfg}, &out, &errb); code != 0 {
+		t.Fatalf("after token new: exit %d: %s", code, errb.String())
+	}
+}
