@@ -21,6 +21,9 @@ type FileScan struct {
 	Found func(name string, f Finding)
 	// Skipped is called for a file over MaxBytes. Nil: skipped silently.
 	Skipped func(name string)
+	// Allowed reports whether the client may reach host, for exfil links
+	// (Request.Allowed). Nil: links are not checked.
+	Allowed func(host string) bool
 }
 
 // Run scans each target ("-" for Stdin; a directory is walked, .git and
@@ -84,7 +87,7 @@ func (fsc FileScan) scan(ctx context.Context, s *Scanner, name string, r io.Read
 		}
 		return 0, nil
 	}
-	fs, err := s.ScanText(ctx, name, data)
+	fs, err := s.ScanTextFor(ctx, name, data, fsc.Allowed)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}

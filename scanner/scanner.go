@@ -472,6 +472,13 @@ func reasonFor(fs []Finding) string {
 // ScanText scans a file's or stdin's content: JSON is walked, anything else
 // read as text, layers are peeled. Exfiltration links are not checked.
 func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Finding, error) {
+	return s.ScanTextFor(ctx, name, data, nil)
+}
+
+// ScanTextFor is ScanText that also reports links to hosts allowed says
+// the client may not reach, as Request.Allowed does for a request (nil:
+// links are not checked), so that a file scan finds what the gateway would.
+func (s *Scanner) ScanTextFor(ctx context.Context, name string, data []byte, allowed func(host string) bool) ([]Finding, error) {
 	if err := s.init(); err != nil {
 		return nil, err
 	}
@@ -481,7 +488,11 @@ func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Fin
 	if strings.HasSuffix(name, ".json") || json1(data) {
 		ct = "application/json"
 	}
-	found, err := s.inspect(ctx, nil, bodySegments(data, ct, nil))
+	var req *Request
+	if allowed != nil {
+		req = &Request{Allowed: allowed}
+	}
+	found, err := s.inspect(ctx, req, bodySegments(data, ct, nil))
 	if err != nil {
 		return nil, err
 	}
