@@ -37,7 +37,7 @@ Usage:
   sluice policy presets [--json]
   sluice doctor [--proxy URL] --control URL [--denied HOST] [--direct HOST:PORT]...
   sluice healthcheck [--proxy ADDR] [--admin ADDR] [--ready]
-  sluice scan [PATH|-]... [--json] [--config FILE]
+  sluice scan [PATH|-]... [--json] [--config FILE] [--tenant T] [--class C]
   sluice canary issue --tenant T [--run R] [--config FILE] [--json]
   sluice rules test --corpus DIR [--config FILE]
   sluice run create [--tenant T] [--class C] [--ttl 1h] [--repo DIR] [--remote URL] [--admin URL] [--out DIR] [--json]
