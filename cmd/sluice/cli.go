@@ -40,7 +40,7 @@ Usage:
   sluice scan [PATH|-]... [--json] [--config FILE] [--tenant T] [--class C]
   sluice canary issue --tenant T [--run R] [--config FILE] [--json]
   sluice rules test --corpus DIR [--config FILE]
-  sluice run create [--tenant T] [--class C] [--ttl 1h] [--repo DIR] [--remote URL] [--admin URL] [--out DIR] [--json]
+  sluice run create [--tenant T] [--class C] [--ttl 1h] [--repo DIR] [--remote URL] [--admin URL] [--out DIR] [--container-dir DIR] [--json]
   sluice run end RUN_ID [--tenant T] [--admin URL]
       (credentials from SLUICE_TOKEN, or SLUICE_USER and SLUICE_PASSWORD; never argv)
   sluice user hash [--bcrypt] < password

@@ -6,15 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
 	"github.com/sluice-egress/sluice/internal/apiclient"
-	"github.com/sluice-egress/sluice/internal/fileutil"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -39,7 +36,8 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	ttl := fs.Duration("ttl", time.Hour, "how long the run may live")
 	repo := fs.String("repo", "", "repository directory whose manifests derive the run's presets")
 	remote := fs.String("remote", "", "the repository's git remote URL")
-	out := fs.String("out", "", "directory to write ca.pem and run.env (0600) into")
+	out := fs.String("out", "", "directory to write ca.pem, bundle.pem and run.env (0600) into")
+	containerDir := fs.String("container-dir", "", "where the container mounts --out (default "+runTrustDir+"): the env lines name the files there")
 	asJSON := fs.Bool("json", false, "print the API's whole answer as JSON (it holds the run token)")
 	sandboxAddr := fs.String("sandbox-addr", "", "the sandbox's IP address, for the resolver and the transparent listeners")
 	sandboxNet := fs.String("sandbox-network", "", "the sandbox's network, instead of --sandbox-addr")
@@ -63,14 +61,9 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	rc.Env = inContainerDir(rc.Env, *containerDir)
 	if *out != "" {
-		if err := os.MkdirAll(*out, 0o700); err != nil {
-			return err
-		}
-		if err := fileutil.WriteFile(filepath.Join(*out, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
-			return err
-		}
-		if err := fileutil.WriteFile(filepath.Join(*out, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600); err != nil {
+		if err := writeRunFiles(*out, rc.CAPEM, rc.Env); err != nil {
 			return err
 		}
 	}
