@@ -67,6 +67,7 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 			return err
 		}
 	}
+	warnPresets(stderr, rc.Presets)
 	fmt.Fprintf(stderr, "run %s (%s/%s) until %s\n", rc.ID, rc.Tenant, rc.Class, rc.Expires.Format(time.RFC3339))
 	if *asJSON {
 		_, err := stdout.Write(append(raw, '\n'))

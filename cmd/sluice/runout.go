@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/internal/apiclient"
 	"github.com/sluice-egress/sluice/internal/fileutil"
 )
 
@@ -62,4 +64,15 @@ func writeRunFiles(dir, caPEM string, env []string) error {
 		}
 	}
 	return nil
+}
+
+// warnPresets says on stderr which presets gave the run nothing, and why
+// (an unset presets.hosts slot, most often): otherwise only --json shows it,
+// and the run fails later on a host its repository needs.
+func warnPresets(w io.Writer, ps []apiclient.PresetUse) {
+	for _, p := range ps {
+		if p.Entries == 0 && p.Note != "" {
+			fmt.Fprintf(w, "warning: preset %s@%d (%s) contributes nothing: %s\n", p.Preset.Name, p.Preset.Version, p.Origin.Kind, p.Note)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/apiclient"
 )
 
 // Every file a run's env lines name is written by --out, at the place the
@@ -47,5 +50,31 @@ func TestRunOutWritesWhatTheEnvNames(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(out, "run.env")); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("run.env: %v %v", fi, err)
 		}
+	}
+}
+
+// A preset whose hosts come from an operator slot left unset is said on
+// stderr, by run create (from the API's answer) and by serve (the config's).
+func TestPresetWarnings(t *testing.T) {
+	var b strings.Builder
+	var ps []apiclient.PresetUse
+	if err := json.Unmarshal([]byte(`[{"preset":{"name":"debian","version":1},"origin":{"kind":"derived"},"entries":0,"note":"presets.hosts.debian_mirror is not set"},
+		{"preset":{"name":"npm","version":1},"origin":{"kind":"derived"},"entries":2}]`), &ps); err != nil {
+		t.Fatal(err)
+	}
+	warnPresets(&b, ps)
+	if got := b.String(); !strings.Contains(got, "preset debian@1 (derived) contributes nothing: presets.hosts.debian_mirror") || strings.Contains(got, "npm") {
+		t.Errorf("run create warnings: %q", got)
+	}
+	t.Setenv("SLUICE_TEST_PW_TOKEN", "a-test-token-that-is-long-enough")
+	p := filepath.Join(t.TempDir(), "sluice.yaml")
+	os.WriteFile(p, []byte("tenants:\n  acme:\n    token_env: SLUICE_TEST_PW_TOKEN\n    classes:\n      agent:\n        allow:\n          - preset: debian\n      ok: {}\n"), 0o600)
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := configPresetWarnings(cfg)
+	if len(ws) != 1 || !strings.Contains(ws[0], "tenant acme class agent: preset debian@") || !strings.Contains(ws[0], "contributes nothing") {
+		t.Errorf("serve warnings: %q", ws)
 	}
 }

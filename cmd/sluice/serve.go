@@ -238,6 +238,9 @@ func (s *Server) announce() {
 		}
 	}
 	announceDashboard(w, cfg, s.AdminAddr())
+	for _, warn := range configPresetWarnings(cfg) {
+		s.Logger.Warn(warn) // stderr, where serve's warnings go
+	}
 	if len(s.engine.Tenants()) == 1 && cfg.Path == "" {
 		fmt.Fprintln(w, "policy: the embedded default allows nothing; run with --config FILE to allow hosts")
 	}
