@@ -32,8 +32,9 @@ Usage:
   sluice serve [--config FILE] [--data-dir DIR] [--proxy ADDR] [--admin ADDR] [--drain-timeout 30s]
   sluice ca export --tenant T --out DIR [--config FILE] [--proxy HOST:PORT] [--container-dir DIR]
   sluice config check [--config FILE]
-  sluice policy explain --tenant T [--class C] [--repo DIR] [--remote URL] [--config FILE] [--json]
-  sluice policy check --tenant T [--class C] URL [--method M] [--config FILE] [--json]
+  sluice policy explain --tenant T [--class C] [--repo DIR] [--remote URL] [--run R] [--config FILE] [--json]
+  sluice policy check --tenant T [--class C] [--repo DIR] [--run R] URL [--method M] [--config FILE] [--json]
+      (check exits 1 when the policy refuses the request)
   sluice policy presets [--json]
   sluice doctor [--proxy URL] --control URL [--denied HOST] [--direct HOST:PORT]...
   sluice healthcheck [--proxy ADDR] [--admin ADDR] [--ready]

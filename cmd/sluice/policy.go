@@ -33,8 +33,8 @@ func runPolicy(args []string, stdout, stderr io.Writer) error {
 
 // policyFlags are the flags explain and check share.
 type policyFlags struct {
-	config, tenant, class, repo, remote string
-	json                                bool
+	config, tenant, class, repo, remote, run string
+	json                                     bool
 }
 
 func (pf *policyFlags) register(fs interface {
@@ -47,12 +47,16 @@ func (pf *policyFlags) register(fs interface {
 	fs.StringVar(&pf.repo, "repo", "", "repository directory to derive presets from")
 	fs.StringVar(&pf.remote, "remote", "", "the repository's git remote URL")
 	fs.BoolVar(&pf.json, "json", false, "print JSON")
+	fs.StringVar(&pf.run, "run", "", "a stored run: its class, derived presets and own entries (instead of --class and --repo)")
 }
 
 // resolve loads the config (no tokens are read) and resolves the effective policy.
 func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, error) {
-	if pf.tenant == "" {
-		return nil, nil, fmt.Errorf("%w: --tenant is required", errUsage)
+	if pf.tenant == "" && pf.run == "" {
+		return nil, nil, fmt.Errorf("%w: --tenant (or --run) is required", errUsage)
+	}
+	if pf.run != "" && pf.repo != "" {
+		return nil, nil, fmt.Errorf("%w: --run or --repo, not both (a run's presets were derived when it was created)", errUsage)
 	}
 	var cfg *config.Config
 	if pf.config == "" {
@@ -70,12 +74,18 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 		}
 		return nil, nil, err
 	}
-	grants, err := storedGrants(cfg, pf.tenant)
+	in := rules.PolicyInput{Tenant: pf.tenant, Class: pf.class, Derived: d.Policy()}
+	if pf.run != "" {
+		if in, err = runInput(cfg, pf.run, pf.tenant); err != nil {
+			return nil, nil, err
+		}
+	}
+	grants, err := storedGrants(cfg, in.Tenant)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: pf.tenant, Class: pf.class, Derived: d.Policy(),
-		Grants: grants, Now: time.Now()})
+	in.Policy, in.Grants, in.Now = cfg.Policy(), grants, time.Now()
+	p, err := rules.ResolvePolicy(in)
 	return p, d, err
 }
 
