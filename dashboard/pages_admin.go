@@ -106,6 +106,7 @@ func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
 				pc.Entries = append(pc.Entries, policyEntry{List: "passthrough", Entry: en, Origin: en.Origin.String()})
 			}
 			pc.Entries = append(pc.Entries, grantEntries(e.Grants(), t, c)...)
+			pc.Entries = append(pc.Entries, classRunEntries(e, t, c)...)
 			d.Classes = append(d.Classes, pc)
 		}
 	}

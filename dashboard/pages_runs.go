@@ -54,7 +54,9 @@ func (p *pages) runsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 type runData struct {
-	Run       runJSON
+	Run runJSON
+	// Entries are the run's own entries in force, with their origins.
+	Entries   []policyEntry
 	Manifests string
 	Extra     string
 	Kinds     []store.KeyCount
@@ -78,6 +80,9 @@ func (p *pages) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := runData{Run: runOut(run, p.o.now()), Manifests: string(run.Manifests), Extra: string(run.Extra)}
 	d.CanEnd = d.Run.Active && pr.AtLeast(RoleAdmin) && p.o.Runs != nil
+	if e := p.o.engine(); e != nil {
+		d.Entries = runEntries(e, id)
+	}
 	f := store.IncidentFilter{Run: id}
 	if d.Kinds, err = p.o.Store.Choices(r.Context(), f, "kind", 20); err != nil {
 		p.fail(w, r, err)
@@ -246,4 +251,32 @@ func (p *pages) blockedAttempts(ctx context.Context, reqs []store.AccessRequest)
 		}
 	}
 	return out, nil
+}
+
+// runEntries are a registered run's own entries, as `sluice policy explain
+// --run` lists them: each with its origin (derived preset, run extra, grant).
+func runEntries(e *rules.Engine, id string) []policyEntry {
+	_, _, allow, pass, ok := e.RunEntries(id)
+	if !ok {
+		return nil
+	}
+	var out []policyEntry
+	for _, en := range allow {
+		out = append(out, policyEntry{List: "allow", Entry: en, Origin: en.Origin.String()})
+	}
+	for _, en := range pass {
+		out = append(out, policyEntry{List: "passthrough", Entry: en, Origin: en.Origin.String()})
+	}
+	return out
+}
+
+// classRunEntries are the own entries of the registered runs of a tenant's class.
+func classRunEntries(e *rules.Engine, tenant, class string) []policyEntry {
+	var out []policyEntry
+	for _, id := range e.RunIDs() {
+		if t, c, _, _, ok := e.RunEntries(id); ok && t == tenant && c == class {
+			out = append(out, runEntries(e, id)...)
+		}
+	}
+	return out
 }

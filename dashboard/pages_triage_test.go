@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -219,5 +220,31 @@ func TestExfilLinkShowsItsDestination(t *testing.T) {
 	}
 	if strings.Contains(r.body, `href="/incidents/inc_l3"`) {
 		t.Error("another destination listed as the same")
+	}
+}
+
+// A run's own entries show on its page and on the policy page, with the
+// provenance `sluice policy explain` gives them.
+func TestRunEntriesShown(t *testing.T) {
+	w := mustPageWorld(t)
+	tok := "run-token-for-the-test-0123456789"
+	if err := w.engine.AddRun(rules.Run{ID: "run_01OWN", Tenant: "acme", Class: "agent", TokenHash: rules.HashToken(tok),
+		Entries: []rules.Entry{{Host: "own.example.test", Methods: []string{"GET"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.CreateRun(context.Background(), store.Run{ID: "run_01OWN", Tenant: "acme", Class: "agent",
+		TokenHash: "hash-own", Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	c := w.client()
+	c.mustLogin("vera")
+	for _, path := range []string{"/runs/run_01OWN", "/policy?tenant=acme"} {
+		r := c.get(path)
+		if !strings.Contains(r.body, "own.example.test") || !strings.Contains(r.body, "run run_01OWN extra") {
+			t.Errorf("%s without the run's entry and its origin", path)
+		}
+	}
+	if r := c.get("/policy?tenant=globex"); strings.Contains(r.body, "own.example.test") {
+		t.Error("another tenant's policy shows the run's entry")
 	}
 }
