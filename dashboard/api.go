@@ -225,9 +225,9 @@ func apiTime(q, name string) (time.Time, error) {
 // act in the errors ("create runs", "creating runs").
 func actingFor(p Principal, tenant, may, doing string) (string, error) {
 	switch {
-	case p.AtLeast(RoleAdmin):
+	case p.AtLeast(RoleAdmin) && p.Tenant == "":
 		return tenant, nil
-	case p.AtLeast(RoleTenant):
+	case p.AtLeast(RoleTenant), p.AtLeast(RoleAdmin): // a tenant-scoped admin acts for its tenant only
 		if tenant == "" {
 			tenant = p.Tenant
 		}

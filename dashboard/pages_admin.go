@@ -48,7 +48,12 @@ func (p *pages) closeProposal(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, fmt.Errorf("%w: the note is longer than %d bytes", errBadInput, maxNote))
 		return
 	}
-	if _, err := p.o.Store.CloseProposal(r.Context(), chi.URLParam(r, "id"), pr.Name, note); err != nil {
+	id := chi.URLParam(r, "id")
+	if err := p.ownProposal(r, pr, id); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	if _, err := p.o.Store.CloseProposal(r.Context(), id, pr.Name, note); err != nil {
 		p.fail(w, r, err)
 		return
 	}

@@ -280,3 +280,21 @@ func classRunEntries(e *rules.Engine, tenant, class string) []policyEntry {
 	}
 	return out
 }
+
+// ownProposal refuses, as not found, a proposal outside a tenant-scoped
+// user's tenant (staff users see every proposal).
+func (p *pages) ownProposal(r *http.Request, pr Principal, id string) error {
+	if pr.Tenant == "" {
+		return nil
+	}
+	ps, err := p.o.Store.ListProposals(r.Context(), store.ProposalFilter{Tenant: pr.Tenant, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	for _, x := range ps {
+		if x.ID == id {
+			return nil
+		}
+	}
+	return hidden("proposal", id)
+}

@@ -91,6 +91,21 @@ func TestTenantScopedUserSeesOnlyItsTenant(t *testing.T) {
 	if run, _ := w.store.GetRun(context.Background(), "run_acme"); !run.Ended.IsZero() {
 		t.Fatal("a scoped user ended another tenant's run")
 	}
+	// Another tenant's proposal cannot be closed by guessing its id.
+	prop, err := w.store.CreateProposal(context.Background(), store.Proposal{Tenant: "acme", Kind: store.ProposalRuleAllowlist,
+		Rule: "github-pat", Host: "paste.example.test", Reason: "fixture", Actor: "rex", IncidentID: "inc_acme01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.do("POST", "/proposals/"+prop.ID+"/close", url.Values{"csrf": {csrf}, "note": {"x"}}); r.code != http.StatusNotFound {
+		t.Errorf("close another tenant's proposal: %d", r.code)
+	}
+	if ps, _ := w.store.ListProposals(context.Background(), store.ProposalFilter{State: store.ProposalOpen}); len(ps) != 1 {
+		t.Error("a scoped user closed another tenant's proposal")
+	}
+	if _, err := w.store.AppendAudit(context.Background(), store.AuditEntry{Actor: "rex", Action: "test.acme", Tenant: "acme", Target: "inc_acme01"}); err != nil {
+		t.Fatal(err)
+	}
 	// The API with the same user (Basic) is scoped the same way.
 	api := func(path string) resp {
 		req := c.do("GET", "/api"+path, nil, "Authorization", basicAuth("gil", worldPassword))
@@ -99,7 +114,30 @@ func TestTenantScopedUserSeesOnlyItsTenant(t *testing.T) {
 	if r := api("/incidents"); r.code != 200 || strings.Contains(r.body, "inc_acme") || !strings.Contains(r.body, "inc_globex") {
 		t.Errorf("API listing: %d %s", r.code, r.body)
 	}
-	for _, path := range []string{"/incidents?tenant=acme", "/incidents/inc_acme01", "/runs/run_acme", "/runs?tenant=acme"} {
+	if r := api("/audit"); r.code != 200 || strings.Contains(r.body, "acme") {
+		t.Errorf("API audit shows another tenant's entries: %d %s", r.code, r.body)
+	}
+	if r := c.do("POST", "/api/runs", nil, "Authorization", basicAuth("gil", worldPassword)); r.code == http.StatusCreated {
+		t.Error("a scoped admin created a run with no tenant")
+	}
+	for _, body := range []string{`{"tenant":"acme","class":"agent"}`, `{"tenant":"acme","host":"x.example.test","justification":"j"}`} {
+		path := "/api/runs"
+		if strings.Contains(body, "host") {
+			path = "/api/access-requests"
+		}
+		req, _ := http.NewRequest("POST", w.srv.URL+path, strings.NewReader(body))
+		req.SetBasicAuth("gil", worldPassword)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("POST %s for acme as a globex admin: %d, want 403", path, res.StatusCode)
+		}
+	}
+	for _, path := range []string{"/incidents?tenant=acme", "/incidents/inc_acme01", "/runs/run_acme", "/runs?tenant=acme", "/audit?tenant=acme"} {
 		if r := api(path); r.code != http.StatusNotFound && r.code != http.StatusForbidden {
 			t.Errorf("API %s: %d", path, r.code)
 		}
