@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // FileScan scans files, directory trees and stdin with ScanText, for
@@ -97,4 +98,30 @@ func (fsc FileScan) scan(ctx context.Context, s *Scanner, name string, r io.Read
 		}
 	}
 	return len(fs), nil
+}
+
+// ScanTextFor is ScanText that also reports links to hosts allowed says
+// the client may not reach, as Request.Allowed does for a request (nil:
+// links are not checked), so that a file scan finds what the gateway would.
+func (s *Scanner) ScanTextFor(ctx context.Context, name string, data []byte, allowed func(host string) bool) ([]Finding, error) {
+	if err := s.init(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	ct := ""
+	if strings.HasSuffix(name, ".json") || json1(data) {
+		ct = "application/json"
+	}
+	var req *Request
+	if allowed != nil {
+		req = &Request{Allowed: allowed}
+	}
+	found, err := s.inspect(ctx, req, bodySegments(data, ct, nil))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	s.decide("", "", found, res)
+	return res.Findings, nil
 }

@@ -470,35 +470,10 @@ func reasonFor(fs []Finding) string {
 }
 
 // ScanText scans a file's or stdin's content: JSON is walked, anything else
-// read as text, layers are peeled. Exfiltration links are not checked.
+// read as text, layers are peeled. Exfiltration links are not checked
+// (ScanTextFor, in files.go, checks them).
 func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Finding, error) {
 	return s.ScanTextFor(ctx, name, data, nil)
-}
-
-// ScanTextFor is ScanText that also reports links to hosts allowed says
-// the client may not reach, as Request.Allowed does for a request (nil:
-// links are not checked), so that a file scan finds what the gateway would.
-func (s *Scanner) ScanTextFor(ctx context.Context, name string, data []byte, allowed func(host string) bool) ([]Finding, error) {
-	if err := s.init(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout())
-	defer cancel()
-	ct := ""
-	if strings.HasSuffix(name, ".json") || json1(data) {
-		ct = "application/json"
-	}
-	var req *Request
-	if allowed != nil {
-		req = &Request{Allowed: allowed}
-	}
-	found, err := s.inspect(ctx, req, bodySegments(data, ct, nil))
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{}
-	s.decide("", "", found, res)
-	return res.Findings, nil
 }
 
 // segment is one piece of text the rules see, with where it came from.
