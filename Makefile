@@ -12,8 +12,8 @@ BIN       ?= bin/sluice
 run: ## run the gateway on its embedded default (deny-all, tenant "default")
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/sluice serve
 
-build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sluice
+build: ## the release binary; deploy/image/Dockerfile and build.sh use the same tags and flags
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN) ./cmd/sluice
 
 test: ## the whole suite; the namespace tests need root (CI sets SLUICE_REQUIRE_NETNS=1)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)

@@ -3,7 +3,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,22 +262,29 @@ func (c *Config) Token(tenant string) (string, error) {
 	if t == nil {
 		return "", fmt.Errorf("no tenant %q", tenant)
 	}
-	src := "token_env " + t.TokenEnv
+	src, key := "token_env "+t.TokenEnv, "tenants."+tenant+".token_env"
 	path := ""
 	if t.TokenEnv == "" {
 		path = c.TokenPath(t)
-		src = "token_file " + path
+		src, key = "token_file "+path, "tenants."+tenant+".token_file"
+	}
+	// Errors name the config line that points at the token (and never the token).
+	fail := func(format string, args ...any) error {
+		return &FieldError{File: c.Path, Line: c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 	tok, err := readRef(path, t.TokenEnv, os.Getenv)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fail("%s does not exist (make one: sluice token new --tenant %s --out %s)", path, tenant, path)
+	}
 	if err != nil {
-		return "", err
+		return "", fail("%v", err)
 	}
 	tok = strings.TrimSpace(tok)
 	switch {
 	case tok == "":
-		return "", fmt.Errorf("%s: empty token", src)
+		return "", fail("%s: empty token", src)
 	case len(tok) < rules.MinTokenLen:
-		return "", fmt.Errorf("%s: token shorter than %d characters", src, rules.MinTokenLen)
+		return "", fail("%s: token shorter than %d characters", src, rules.MinTokenLen)
 	}
 	return tok, nil
 }

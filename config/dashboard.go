@@ -37,6 +37,9 @@ type DashboardUser struct {
 	Name string `yaml:"name"`
 	// Role is DashboardViewer, DashboardReviewer or DashboardAdmin.
 	Role string `yaml:"role"`
+	// Tenant, when set, scopes the user to one tenant: the dashboard and the
+	// API show it that tenant's incidents, runs and requests only.
+	Tenant string `yaml:"tenant"`
 	// PasswordHashFile holds the hash (relative to the config file); exactly
 	// one of PasswordHashFile and PasswordHashEnv.
 	PasswordHashFile string `yaml:"password_hash_file"`
@@ -67,6 +70,9 @@ func (v *validator) dashboard() {
 		case DashboardViewer, DashboardReviewer, DashboardAdmin:
 		default:
 			v.fail(key+".role", "bad role %q: want viewer, reviewer or admin", u.Role)
+		}
+		if _, ok := v.c.Tenants[u.Tenant]; u.Tenant != "" && !ok {
+			v.fail(key+".tenant", "unknown tenant %q: a tenant-scoped user needs a tenant under tenants:", u.Tenant)
 		}
 		switch {
 		case u.PasswordHashFile == "" && u.PasswordHashEnv == "":

@@ -322,3 +322,9 @@ func join(key, k string) string {
 	}
 	return key + "." + k
 }
+
+// FieldErr returns a FieldError at key's line (or its nearest parent's),
+// for checks made outside this package (`sluice config check`).
+func (c *Config) FieldErr(key, format string, args ...any) *FieldError {
+	return &FieldError{File: c.Path, Line: c.lineOf(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+}

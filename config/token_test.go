@@ -33,7 +33,9 @@ func TestToken(t *testing.T) {
 	}{
 		{name: "file", cfg: fileCfg, file: ptr("  TOKEN\n")},
 		{name: "env", cfg: envCfg, env: ptr("TOKEN")},
-		{name: "missing file", cfg: fileCfg, wantErr: "acme.token"},
+		{name: "missing file", cfg: fileCfg, wantErr: "sluice.yaml:3: tenants.acme.token_file: "},
+		{name: "missing file says how", cfg: fileCfg, wantErr: "sluice token new --tenant acme"},
+		{name: "unset env names its line", cfg: envCfg, wantErr: "sluice.yaml:3: tenants.acme.token_env: "},
 		{name: "empty file", cfg: fileCfg, file: ptr(" \n"), wantErr: "empty token"},
 		{name: "short file", cfg: fileCfg, file: ptr("abcdefghijklmno\n"), wantErr: "shorter than 16"},
 		{name: "unset env", cfg: envCfg, wantErr: "SLUICE_TEST_ACME_TOKEN: empty token"},

@@ -183,10 +183,10 @@ func principal(r *http.Request) Principal {
 // scopeTenant returns the tenant a listing is limited to: a tenant principal's own
 // (asking for another is forbidden), or what a staff principal asked for ("" for all).
 func scopeTenant(p Principal, asked string) (string, error) {
-	if p.AtLeast(RoleViewer) {
+	if p.AtLeast(RoleViewer) && p.Tenant == "" {
 		return asked, nil
 	}
-	if !p.AtLeast(RoleTenant) {
+	if !p.AtLeast(RoleTenant) && !(p.AtLeast(RoleViewer) && p.Tenant != "") {
 		return "", errForbidden
 	}
 	if asked != "" && asked != p.Tenant {
@@ -226,9 +226,9 @@ func apiTime(q, name string) (time.Time, error) {
 // act in the errors ("create runs", "creating runs").
 func actingFor(p Principal, tenant, may, doing string) (string, error) {
 	switch {
-	case p.AtLeast(RoleAdmin):
+	case p.AtLeast(RoleAdmin) && p.Tenant == "":
 		return tenant, nil
-	case p.AtLeast(RoleTenant):
+	case p.AtLeast(RoleTenant), p.AtLeast(RoleAdmin): // a tenant-scoped admin acts for its tenant only
 		if tenant == "" {
 			tenant = p.Tenant
 		}

@@ -26,8 +26,12 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := store.AuditFilter{Tenant: q.Get("tenant")}
-	var err error
+	tenant, err := scopeTenant(principal(r), q.Get("tenant")) // a tenant-scoped user: its own entries
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	f := store.AuditFilter{Tenant: tenant}
 	if f.Limit, err = atoi(q.Get("limit"), "limit", 100); err == nil {
 		var b int
 		b, err = atoi(q.Get("before"), "before", 0)

@@ -56,18 +56,19 @@ type Principal struct {
 	// Name is the user name, or "tenant:<name>" for a tenant token.
 	Name string
 	Role Role
-	// Tenant is set only for RoleTenant.
+	// Tenant is set for RoleTenant and for a tenant-scoped user: either
+	// sees that tenant's incidents, runs and requests only.
 	Tenant string
 }
 
 // SeesTenant reports whether p may see tenant's incidents, runs, policy
 // and requests: staff roles see every tenant, a tenant principal only its
-// own.
+// own, and so does a tenant-scoped staff user.
 func (p Principal) SeesTenant(tenant string) bool {
-	if p.Role.rank() > 0 {
-		return true
+	if p.Tenant != "" {
+		return (p.Role == RoleTenant || p.Role.rank() > 0) && p.Tenant == tenant
 	}
-	return p.Role == RoleTenant && p.Tenant != "" && p.Tenant == tenant
+	return p.Role.rank() > 0
 }
 
 // AtLeast reports whether p holds role r or a higher staff role (viewer <
@@ -98,6 +99,9 @@ type User struct {
 	Name string
 	// Role is RoleViewer, RoleReviewer or RoleAdmin.
 	Role Role
+	// Tenant, when set, scopes the user to that tenant: its role applies to
+	// that tenant's incidents, runs and requests only, and others are not found.
+	Tenant string
 	// Hash is a bcrypt hash ("$2a$…", "$2b$…", "$2y$…") or an argon2id PHC
 	// string ("$argon2id$v=19$m=…,t=…,p=…$salt$hash").
 	Hash string
@@ -185,7 +189,7 @@ func (a *Auth) Login(r *http.Request, name, password string) (Principal, error) 
 		return Principal{}, errors.New("wrong user name or password")
 	}
 	a.Limiter.Reset("user:" + name)
-	return Principal{Name: found.Name, Role: found.Role}, nil
+	return Principal{Name: found.Name, Role: found.Role, Tenant: found.Tenant}, nil
 }
 
 func (a *Auth) logger() *slog.Logger {
@@ -204,7 +208,7 @@ func (a *Auth) basic(r *http.Request, name, password string) (Principal, error) 
 	if v, ok := a.basicOK.Load(k); ok && a.now().Before(v.(time.Time)) {
 		for _, u := range a.Users {
 			if u.Name == name {
-				return Principal{Name: u.Name, Role: u.Role}, nil
+				return Principal{Name: u.Name, Role: u.Role, Tenant: u.Tenant}, nil
 			}
 		}
 	}

@@ -30,6 +30,8 @@ type pages struct {
 	o    Options
 	auth *Auth
 	tmpl map[string]*template.Template
+	// choices caches the listing's filter choices (pages_triage.go).
+	choiceCache choiceCache
 }
 
 var funcs = template.FuncMap{
@@ -132,6 +134,7 @@ func mountDashboard(r chi.Router, o Options) {
 		pr.With(require(RoleReviewer)).Post("/access/{id}/decide", p.decide)
 		pr.Get("/audit", p.audit)
 		mountReviewPages(pr, p)
+		mountTriage(pr, p)
 	})
 }
 

@@ -21,8 +21,12 @@ type rulesData struct {
 
 func (p *pages) rules(w http.ResponseWriter, r *http.Request) {
 	var d rulesData
-	var err error
-	if d.Stats, err = p.o.Store.RuleStats(r.Context(), store.IncidentFilter{}); err != nil {
+	tenant, err := pageTenant(r, "")
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	if d.Stats, err = p.o.Store.RuleStats(r.Context(), store.IncidentFilter{Tenant: tenant}); err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -30,7 +34,7 @@ func (p *pages) rules(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("proposals") == "all" {
 		d.State = ""
 	}
-	if d.Proposals, err = p.o.Store.ListProposals(r.Context(), store.ProposalFilter{State: d.State}); err != nil {
+	if d.Proposals, err = p.o.Store.ListProposals(r.Context(), store.ProposalFilter{State: d.State, Tenant: tenant}); err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -44,7 +48,12 @@ func (p *pages) closeProposal(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, fmt.Errorf("%w: the note is longer than %d bytes", errBadInput, maxNote))
 		return
 	}
-	if _, err := p.o.Store.CloseProposal(r.Context(), chi.URLParam(r, "id"), pr.Name, note); err != nil {
+	id := chi.URLParam(r, "id")
+	if err := p.ownProposal(r, pr, id); err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	if _, err := p.o.Store.CloseProposal(r.Context(), id, pr.Name, note); err != nil {
 		p.fail(w, r, err)
 		return
 	}
@@ -101,6 +110,8 @@ func (p *pages) policy(w http.ResponseWriter, r *http.Request) {
 			for _, en := range pass {
 				pc.Entries = append(pc.Entries, policyEntry{List: "passthrough", Entry: en, Origin: en.Origin.String()})
 			}
+			pc.Entries = append(pc.Entries, grantEntries(e.Grants(), t, c)...)
+			pc.Entries = append(pc.Entries, classRunEntries(e, t, c)...)
 			d.Classes = append(d.Classes, pc)
 		}
 	}
@@ -111,6 +122,8 @@ type accessData struct {
 	State    string
 	States   []string
 	Requests []store.AccessRequest
+	// Blocked counts, by request id, the refused attempts on its host.
+	Blocked map[string]int64
 }
 
 func (p *pages) access(w http.ResponseWriter, r *http.Request) {
@@ -133,6 +146,10 @@ func (p *pages) access(w http.ResponseWriter, r *http.Request) {
 		if pr.SeesTenant(a.Tenant) {
 			d.Requests = append(d.Requests, a)
 		}
+	}
+	if d.Blocked, err = p.blockedAttempts(r.Context(), d.Requests); err != nil {
+		p.fail(w, r, err)
+		return
 	}
 	p.render(w, r, http.StatusOK, "access", "Access requests", d)
 }
@@ -182,7 +199,12 @@ type auditData struct {
 
 func (p *pages) audit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.AuditFilter{Tenant: q.Get("tenant"), Limit: 100}
+	tenant, err := pageTenant(r, q.Get("tenant"))
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	f := store.AuditFilter{Tenant: tenant, Limit: 100}
 	if b := q.Get("before"); b != "" {
 		n, err := strconv.ParseInt(b, 10, 64)
 		if err != nil || n <= 0 {

@@ -2,9 +2,9 @@ package dashboard
 
 import (
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +15,8 @@ import (
 )
 
 // incidentFilterKeys are the listing's query parameters, in form order.
-var incidentFilterKeys = []string{"tenant", "run", "class", "kind", "rule", "action", "host", "triage", "since", "until"}
+var incidentFilterKeys = []string{"q", "tenant", "run", "class", "kind", "reason", "rule", "action", "host", "fingerprint",
+	"triage", "since", "until", "sort", "dir", "group"}
 
 // timeLayouts are accepted for since and until: RFC 3339 and the browser's
 // datetime-local value, read as UTC.
@@ -35,7 +36,15 @@ func filterFrom(q url.Values) (store.IncidentFilter, error) {
 	f := store.IncidentFilter{
 		Tenant: q.Get("tenant"), Run: q.Get("run"), Class: q.Get("class"), Kind: q.Get("kind"),
 		Rule: q.Get("rule"), Action: q.Get("action"), Host: q.Get("host"), Triage: q.Get("triage"),
-		After: q.Get("after"),
+		After: q.Get("after"), Fingerprint: q.Get("fingerprint"), Reason: q.Get("reason"),
+		Search: strings.TrimSpace(q.Get("q")), Sort: q.Get("sort"), Asc: q.Get("dir") == "asc",
+	}
+	if s := q.Get("offset"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return f, fmt.Errorf("%w: offset %q", errBadInput, s)
+		}
+		f.Offset = n
 	}
 	var err error
 	if s := q.Get("since"); s != "" {
@@ -51,55 +60,12 @@ func filterFrom(q url.Values) (store.IncidentFilter, error) {
 	return f, nil
 }
 
-type incidentsData struct {
-	Filter    map[string]string
-	Incidents []incident.Incident
-	// Next is the query string of the following page, "" on the last.
-	Next template.URL
-	// First is the query string of the first page (the filters alone).
-	First   template.URL
-	Paged   bool
-	Triages []string
-	Actions []string
-}
-
-func (p *pages) incidents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f, err := filterFrom(q)
-	if err != nil {
-		p.fail(w, r, err)
-		return
-	}
-	pr, _ := PrincipalFrom(r.Context())
-	if f.Tenant != "" && !pr.SeesTenant(f.Tenant) {
-		p.fail(w, r, fmt.Errorf("%w: tenant %q", store.ErrNotFound, f.Tenant))
-		return
-	}
-	page, err := p.o.Store.ListIncidents(r.Context(), f)
-	if err != nil {
-		p.fail(w, r, err)
-		return
-	}
-	d := incidentsData{Filter: map[string]string{}, Incidents: page.Incidents, Paged: f.After != "",
-		Triages: incident.TriageStates, Actions: []string{"block", "redact", "alert"}}
-	keep := url.Values{}
-	for _, k := range incidentFilterKeys {
-		if v := q.Get(k); v != "" {
-			d.Filter[k] = v
-			keep.Set(k, v)
-		}
-	}
-	d.First = template.URL(keep.Encode())
-	if page.Next != "" {
-		keep.Set("after", page.Next)
-		d.Next = template.URL(keep.Encode())
-	}
-	p.render(w, r, http.StatusOK, "incidents", "Incidents", d)
-}
-
 type incidentData struct {
-	In      incident.Incident
-	Same    []incident.Incident
+	In   incident.Incident
+	Same []incident.Incident
+	// Link is an exfil link's destination and what carried data ("" otherwise);
+	// Same is then the incidents with the same destination.
+	Link    exfilLink
 	History []store.TriageChange
 	Triages []string
 	Scheme  string
@@ -127,8 +93,13 @@ func (p *pages) incident(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err)
 		return
 	}
-	d := incidentData{In: in, Triages: incident.TriageStates, Scheme: schemeFor(in.Port), Trace: traceOf(p.o, in)}
-	if in.Fingerprint != "" && in.Tenant != "" {
+	d := incidentData{In: in, Triages: incident.TriageStates, Scheme: schemeFor(in.Port), Link: exfilParts(in), Trace: traceOf(p.o, in)}
+	if d.Link.Host != "" {
+		if d.Same, err = p.sameDestination(r.Context(), in, d.Link.Host); err != nil {
+			p.fail(w, r, err)
+			return
+		}
+	} else if in.Fingerprint != "" && in.Tenant != "" {
 		same, err := p.o.Store.SameFingerprint(r.Context(), in.Tenant, in.Fingerprint, 21)
 		if err != nil {
 			p.fail(w, r, err)

@@ -28,11 +28,17 @@ type overviewData struct {
 	ByAction          []store.KeyCount
 	TopRules          []store.KeyCount
 	TopHosts          []store.KeyCount
+	Attention         attention
 }
 
 func (p *pages) overview(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	d := overviewData{Range: "24h", By: "kind", Tenant: q.Get("tenant")}
+	tenant, err := pageTenant(r, q.Get("tenant"))
+	if err != nil {
+		p.fail(w, r, err)
+		return
+	}
+	d := overviewData{Range: "24h", By: "kind", Tenant: tenant}
 	if q.Get("by") == "tenant" {
 		d.By = "tenant"
 	}
@@ -44,13 +50,21 @@ func (p *pages) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if e := p.o.engine(); e != nil {
-		d.Tenants = e.Tenants()
+		for _, t := range e.Tenants() {
+			if principal(r).SeesTenant(t) {
+				d.Tenants = append(d.Tenants, t)
+			}
+		}
 	}
 	now := p.o.now().UTC()
 	end := now.Truncate(rg.Bucket).Add(rg.Bucket)
 	start := end.Add(-rg.Period)
 	f := store.IncidentFilter{Tenant: d.Tenant, Since: start, Until: end}
 	ctx := r.Context()
+	if d.Attention, err = p.attention(ctx, d.Tenant, principal(r)); err != nil {
+		p.fail(w, r, err)
+		return
+	}
 	counts, err := p.o.Store.CountOverTime(ctx, f, rg.Bucket)
 	if err != nil {
 		p.fail(w, r, err)

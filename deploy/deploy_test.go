@@ -533,8 +533,13 @@ func TestCompose(t *testing.T) {
 	if got := networkNames(agent.Networks); !slices.Equal(got, []string{"sandbox"}) || agent.NetworkMode != "" {
 		t.Errorf("agent networks %v %q: the sandbox only", got, agent.NetworkMode)
 	}
-	if len(agent.Ports) != 0 || len(gw.Ports) != 0 {
-		t.Error("nothing is published on the host")
+	if len(agent.Ports) != 0 {
+		t.Error("the agent publishes nothing on the host")
+	}
+	for _, p := range gw.Ports {
+		if !strings.HasPrefix(p, "127.0.0.1:") || !strings.HasSuffix(p, ":8080") {
+			t.Errorf("the gateway publishes %q: only the dashboard, on the host's loopback", p)
+		}
 	}
 	if !slices.Contains(gw.CapDrop, "ALL") || !gw.ReadOnly {
 		t.Error("gateway: cap_drop ALL and read_only")
@@ -557,9 +562,22 @@ func TestCompose(t *testing.T) {
 			t.Errorf("one-shot %s needs no network", name)
 		}
 	}
-	// The compose policy loads.
-	if _, err := config.Load("compose/sluice.yaml"); err != nil {
+	// The compose policy loads; the admin listener is not on the sandbox
+	// network (the agent must not reach the API), and a user can log in.
+	cc, err := config.Load("compose/sluice.yaml")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if ap, err := netip.ParseAddrPort(cc.Listen.Admin); err != nil || netip.MustParsePrefix("172.30.53.0/24").Contains(ap.Addr()) || ap.Addr().IsUnspecified() {
+		t.Errorf("listen.admin %q: must be the gateway's egress address, not on the sandbox network nor every address", cc.Listen.Admin)
+	}
+	if len(cc.Dashboard.Users) == 0 {
+		t.Error("the demo has no dashboard user")
+	}
+	// listen.admin is SLUICE_ADMIN's default, inside SLUICE_EGRESS_SUBNET's.
+	if !strings.Contains(string(b), "ipv4_address: ${SLUICE_ADMIN:-172.30.54.10}") || !strings.HasPrefix(cc.Listen.Admin, expandDefault("${SLUICE_ADMIN:-172.30.54.10}")+":") ||
+		!netip.MustParsePrefix(expandDefault("${SLUICE_EGRESS_SUBNET:-172.30.54.0/24}")).Contains(netip.MustParseAddrPort(cc.Listen.Admin).Addr()) {
+		t.Errorf("listen.admin %q does not match the gateway's egress address in docker-compose.yml", cc.Listen.Admin)
 	}
 	if path, err := exec.LookPath("docker-compose"); err == nil {
 		cmd := exec.Command(path, "-f", "compose/docker-compose.yml", "config", "-q")

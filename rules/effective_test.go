@@ -248,6 +248,21 @@ func TestEngineRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	t.Run("run entries with their origin", func(t *testing.T) {
+		tn, cl, a, _, ok := f.engine.RunEntries("r1")
+		if !ok || tn != "acme" || cl != "agent" || len(a) != len(allow) || len(a) == 0 {
+			t.Fatalf("RunEntries: %s %s %d of %d %v", tn, cl, len(a), len(allow), ok)
+		}
+		for _, en := range a {
+			if en.Origin.Run != "r1" || en.Origin.String() == "" {
+				t.Errorf("%s: origin %+v", en.Host, en.Origin)
+			}
+		}
+		if _, _, _, _, ok := f.engine.RunEntries("nope"); ok {
+			t.Error("an unknown run has entries")
+		}
+	})
+
 	t.Run("run token identifies the run", func(t *testing.T) {
 		for _, user := range []string{"acme", "acme/agent"} {
 			id, err := f.engine.Identify(user, token)

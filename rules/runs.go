@@ -166,3 +166,22 @@ func (rt *runTable) get(id string) *liveRun {
 	}
 	return v.(*liveRun)
 }
+
+// RunEntries returns copies of a registered run's own entries (beyond its class's),
+// with their origins, for the dashboard's policy and run pages; ok is false for an
+// unknown run.
+func (e *Engine) RunEntries(id string) (tenant, class string, allow, passthrough []Entry, ok bool) {
+	v, found := e.runs.byID.Load(id)
+	if !found {
+		return "", "", nil, nil, false
+	}
+	lr := v.(*liveRun)
+	cp := func(rs []*rule) []Entry {
+		out := make([]Entry, 0, len(rs))
+		for _, r := range rs {
+			out = append(out, cloneEntry(*r.entry))
+		}
+		return out
+	}
+	return lr.tenant, lr.class, cp(lr.own.allow), cp(lr.own.passthrough), true
+}

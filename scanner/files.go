@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // FileScan scans files, directory trees and stdin with ScanText, for
@@ -21,6 +22,9 @@ type FileScan struct {
 	Found func(name string, f Finding)
 	// Skipped is called for a file over MaxBytes. Nil: skipped silently.
 	Skipped func(name string)
+	// Allowed reports whether the client may reach host, for exfil links
+	// (Request.Allowed). Nil: links are not checked.
+	Allowed func(host string) bool
 }
 
 // Run scans each target ("-" for Stdin; a directory is walked, .git and
@@ -84,7 +88,7 @@ func (fsc FileScan) scan(ctx context.Context, s *Scanner, name string, r io.Read
 		}
 		return 0, nil
 	}
-	fs, err := s.ScanText(ctx, name, data)
+	fs, err := s.ScanTextFor(ctx, name, data, fsc.Allowed)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
@@ -94,4 +98,30 @@ func (fsc FileScan) scan(ctx context.Context, s *Scanner, name string, r io.Read
 		}
 	}
 	return len(fs), nil
+}
+
+// ScanTextFor is ScanText that also reports links to hosts allowed says
+// the client may not reach, as Request.Allowed does for a request (nil:
+// links are not checked), so that a file scan finds what the gateway would.
+func (s *Scanner) ScanTextFor(ctx context.Context, name string, data []byte, allowed func(host string) bool) ([]Finding, error) {
+	if err := s.init(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout())
+	defer cancel()
+	ct := ""
+	if strings.HasSuffix(name, ".json") || json1(data) {
+		ct = "application/json"
+	}
+	var req *Request
+	if allowed != nil {
+		req = &Request{Allowed: allowed}
+	}
+	found, err := s.inspect(ctx, req, bodySegments(data, ct, nil))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	s.decide("", "", found, res)
+	return res.Findings, nil
 }

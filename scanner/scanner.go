@@ -389,24 +389,10 @@ func hasBodyRedaction(fs []Finding) bool {
 }
 
 // ScanText scans a file's or stdin's content: JSON is walked, anything else
-// read as text, layers are peeled. Exfiltration links are not checked.
+// read as text, layers are peeled. Exfiltration links are not checked
+// (ScanTextFor, in files.go, checks them).
 func (s *Scanner) ScanText(ctx context.Context, name string, data []byte) ([]Finding, error) {
-	if err := s.init(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout())
-	defer cancel()
-	ct := ""
-	if strings.HasSuffix(name, ".json") || json1(data) {
-		ct = "application/json"
-	}
-	found, err := s.inspect(ctx, nil, bodySegments(data, ct, nil))
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{}
-	s.decide("", "", found, res)
-	return res.Findings, nil
+	return s.ScanTextFor(ctx, name, data, nil)
 }
 
 // segment is one piece of text the rules see, with where it came from.

@@ -123,7 +123,17 @@ func (s *Store) GetIncident(ctx context.Context, id string) (incident.Incident, 
 // newest first; After continues a listing after the last incident of the
 // previous page (keyset paging: stable while new incidents arrive).
 type IncidentFilter struct {
-	Tenant, Run, Class, Kind, Rule, Action, Host, Triage, Fingerprint string
+	Tenant, Run, Class, Kind, Rule, Action, Host, Triage, Fingerprint, Reason string
+	// Search keeps incidents whose host, path, rule, run, fingerprint or
+	// triage note contains it (case-insensitive; see search.go).
+	Search string
+	// Sort orders the listing (see SortKeys); "": newest first, with keyset
+	// paging. Any other order pages by Offset.
+	Sort string
+	// Asc reverses Sort's order (oldest first for "").
+	Asc bool
+	// Offset skips that many incidents (only with a Sort other than "").
+	Offset int
 	// Since (inclusive) and Until (exclusive) bound the time; zero: open.
 	Since, Until time.Time
 	// After is the Cursor of the last incident already seen; "" starts at the newest.
@@ -172,6 +182,12 @@ func (f IncidentFilter) where() (string, []any) {
 	eq("host", f.Host)
 	eq("triage", f.Triage)
 	eq("fingerprint", f.Fingerprint)
+	eq("reason", f.Reason)
+	if f.Search != "" {
+		c, a := searchCond(f.Search)
+		conds = append(conds, c)
+		args = append(args, a...)
+	}
 	if !f.Since.IsZero() {
 		conds = append(conds, "at >= ?")
 		args = append(args, f.Since.UnixNano())
@@ -199,7 +215,14 @@ func (f IncidentFilter) limit() int {
 // listQuery is the SQL of ListIncidents (exported to the tests through
 // ExplainList).
 func (f IncidentFilter) listQuery() (string, []any, error) {
+	if f.Sort != "" {
+		return f.sortedQuery()
+	}
 	where, args := f.where()
+	dir, cmp := "DESC", "<"
+	if f.Asc {
+		dir, cmp = "ASC", ">"
+	}
 	if f.After != "" {
 		at, id, err := parseCursor(f.After)
 		if err != nil {
@@ -211,10 +234,10 @@ func (f IncidentFilter) listQuery() (string, []any, error) {
 			where += " AND "
 		}
 		// A row value: SQLite turns it into a range on the (…, at, id) index.
-		where += "(at, id) < (?, ?)"
+		where += "(at, id) " + cmp + " (?, ?)"
 		args = append(args, at, id)
 	}
-	q := "SELECT " + incidentColumns + " FROM incidents" + where + " ORDER BY at DESC, id DESC LIMIT ?"
+	q := "SELECT " + incidentColumns + " FROM incidents" + where + " ORDER BY at " + dir + ", id " + dir + " LIMIT ?"
 	return q, append(args, f.limit()+1), nil
 }
 
@@ -243,6 +266,9 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) (IncidentPa
 	if n := f.limit(); len(p.Incidents) > n {
 		p.Incidents = p.Incidents[:n]
 		p.Next = Cursor(p.Incidents[n-1])
+		if f.Sort != "" {
+			p.Next = strconv.Itoa(f.Offset + n)
+		}
 	}
 	return p, nil
 }
@@ -297,39 +323,28 @@ type TriageChange struct {
 	Note     string
 }
 
+func (u TriageUpdate) check() error {
+	if !incident.ValidTriage(u.State) {
+		return fmt.Errorf("%w: triage state %q (want one of %s)", ErrInvalid, u.State, strings.Join(incident.TriageStates, ", "))
+	}
+	if u.Actor == "" {
+		return fmt.Errorf("%w: triage needs an actor", ErrInvalid)
+	}
+	return nil
+}
+
 // TriageIncident sets an incident's triage state and note, appends the
 // change to its history and to the audit log, all in one transaction.
 func (s *Store) TriageIncident(ctx context.Context, id string, u TriageUpdate) (incident.Incident, error) {
-	if !incident.ValidTriage(u.State) {
-		return incident.Incident{}, fmt.Errorf("%w: triage state %q (want one of %s)", ErrInvalid, u.State, strings.Join(incident.TriageStates, ", "))
+	if err := u.check(); err != nil {
+		return incident.Incident{}, err
 	}
-	if u.Actor == "" {
-		return incident.Incident{}, fmt.Errorf("%w: triage needs an actor", ErrInvalid)
-	}
-	now := s.now()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
 	}
 	defer tx.Rollback()
-	var from, tenant string
-	err = tx.QueryRowContext(ctx, "SELECT triage, tenant FROM incidents WHERE id = ?"+s.forUpdate(), id).Scan(&from, &tenant)
-	if errors.Is(err, sql.ErrNoRows) {
-		return incident.Incident{}, fmt.Errorf("%w: incident %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE incidents SET triage = ?, triage_note = ?, triage_actor = ?, triage_at = ?
-		WHERE id = ?`, u.State, u.Note, u.Actor, now.UnixNano(), id); err != nil {
-		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO triage_history (incident_id, at, actor, from_state, to_state, note)
-		VALUES (?, ?, ?, ?, ?, ?)`, id, now.UnixNano(), u.Actor, from, u.State, u.Note); err != nil {
-		return incident.Incident{}, fmt.Errorf("store: triage: %w", err)
-	}
-	if _, err := appendAudit(ctx, tx, AuditEntry{Time: now, Actor: u.Actor, Action: "incident.triage", Tenant: tenant,
-		Target: id, Detail: from + " -> " + u.State}); err != nil {
+	if err := s.triageTx(ctx, tx, id, u, s.now(), nil); err != nil {
 		return incident.Incident{}, err
 	}
 	in, err := scanIncident(tx.QueryRowContext(ctx, "SELECT "+incidentColumns+" FROM incidents WHERE id = ?", id))
@@ -340,6 +355,29 @@ func (s *Store) TriageIncident(ctx context.Context, id string, u TriageUpdate) (
 		return incident.Incident{}, fmt.Errorf("store: triage: commit: %w", err)
 	}
 	return in, nil
+}
+
+// triageTx triages one incident inside tx (see TriageIncidents for allow).
+func (s *Store) triageTx(ctx context.Context, tx *sql.Tx, id string, u TriageUpdate, now time.Time, allow func(string) bool) error {
+	var from, tenant string
+	err := tx.QueryRowContext(ctx, "SELECT triage, tenant FROM incidents WHERE id = ?"+s.forUpdate(), id).Scan(&from, &tenant)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && allow != nil && !allow(tenant)) {
+		return fmt.Errorf("%w: incident %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("store: triage: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE incidents SET triage = ?, triage_note = ?, triage_actor = ?, triage_at = ?
+		WHERE id = ?`, u.State, u.Note, u.Actor, now.UnixNano(), id); err != nil {
+		return fmt.Errorf("store: triage: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO triage_history (incident_id, at, actor, from_state, to_state, note)
+		VALUES (?, ?, ?, ?, ?, ?)`, id, now.UnixNano(), u.Actor, from, u.State, u.Note); err != nil {
+		return fmt.Errorf("store: triage: %w", err)
+	}
+	_, err = appendAudit(ctx, tx, AuditEntry{Time: now, Actor: u.Actor, Action: "incident.triage", Tenant: tenant,
+		Target: id, Detail: from + " -> " + u.State})
+	return err
 }
 
 // TriageHistory returns an incident's triage changes, oldest first.

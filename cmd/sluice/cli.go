@@ -32,19 +32,21 @@ Usage:
   sluice serve [--config FILE] [--data-dir DIR] [--proxy ADDR] [--admin ADDR] [--drain-timeout 30s]
   sluice ca export --tenant T --out DIR [--config FILE] [--proxy HOST:PORT] [--container-dir DIR]
   sluice config check [--config FILE]
-  sluice policy explain --tenant T [--class C] [--repo DIR] [--remote URL] [--config FILE] [--json]
-  sluice policy check --tenant T [--class C] URL [--method M] [--config FILE] [--json]
+  sluice policy explain --tenant T [--class C] [--repo DIR] [--remote URL] [--run R] [--config FILE] [--json]
+  sluice policy check --tenant T [--class C] [--repo DIR] [--run R] URL [--method M] [--config FILE] [--json]
+      (check exits 1 when the policy refuses the request)
   sluice policy presets [--json]
   sluice policy propose --tenant T [--class C] [--since 7d] [--config FILE] [--data-dir DIR]
   sluice doctor [--proxy URL] --control URL [--denied HOST] [--direct HOST:PORT]...
   sluice healthcheck [--proxy ADDR] [--admin ADDR] [--ready]
-  sluice scan [PATH|-]... [--json] [--config FILE]
+  sluice scan [PATH|-]... [--json] [--config FILE] [--tenant T] [--class C]
   sluice canary issue --tenant T [--run R] [--config FILE] [--json]
   sluice rules test --corpus DIR [--config FILE]
-  sluice run create [--tenant T] [--class C] [--ttl 1h] [--repo DIR] [--remote URL] [--admin URL] [--out DIR] [--json]
+  sluice run create [--tenant T] [--class C] [--ttl 1h] [--repo DIR] [--remote URL] [--admin URL] [--out DIR] [--container-dir DIR] [--json]
   sluice run end RUN_ID [--tenant T] [--admin URL]
       (credentials from SLUICE_TOKEN, or SLUICE_USER and SLUICE_PASSWORD; never argv)
   sluice user hash [--bcrypt] < password
+  sluice token new --tenant T [--out FILE] [--force]
   sluice version
 
 Without --config, sluice runs on its embedded default: data in ./sluice-data,
@@ -54,6 +56,10 @@ proxy on 127.0.0.1:3128, one tenant "default" that may reach nothing.
 // errUsage marks a command line that could not be understood (exit 2).
 var errUsage = errors.New("usage")
 
+// errRefused: the command answered "no" (policy check on a URL the policy
+// denies) and said so on stdout; the exit code is 1, with nothing more on stderr.
+var errRefused = errors.New("refused")
+
 // Run runs one sluice command and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, stdout, stderr)
@@ -62,6 +68,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errRefused):
+		return 1
 	case errors.Is(err, errUsage), errors.Is(err, apiclient.ErrUsage):
 		fmt.Fprintf(stderr, "sluice: %v\n\n%s", err, usage)
 		return 2
@@ -114,6 +122,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runUserHash(rest[1:], os.Stdin, stdout, stderr)
 	case "run":
 		return runRun(ctx, rest, os.Getenv, stdout, stderr)
+	case "token":
+		if len(rest) == 0 || rest[0] != "new" {
+			return fmt.Errorf("%w: sluice token new --tenant T [--out FILE]", errUsage)
+		}
+		return runTokenNew(rest[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "sluice", versionString())
 		return nil

@@ -28,6 +28,9 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 		if _, err := cfg.Compile(); err != nil {
 			return err
 		}
+		if err := checkUpstreamHosts(cfg, ownAddrs()); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "config ok: %d tenant(s)\n", len(cfg.Tenants))
 	return nil

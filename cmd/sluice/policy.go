@@ -35,8 +35,8 @@ func runPolicy(args []string, stdout, stderr io.Writer) error {
 
 // policyFlags are the flags explain and check share.
 type policyFlags struct {
-	config, tenant, class, repo, remote string
-	json                                bool
+	config, tenant, class, repo, remote, run string
+	json                                     bool
 }
 
 func (pf *policyFlags) register(fs interface {
@@ -49,12 +49,16 @@ func (pf *policyFlags) register(fs interface {
 	fs.StringVar(&pf.repo, "repo", "", "repository directory to derive presets from")
 	fs.StringVar(&pf.remote, "remote", "", "the repository's git remote URL")
 	fs.BoolVar(&pf.json, "json", false, "print JSON")
+	fs.StringVar(&pf.run, "run", "", "a stored run: its class, derived presets and own entries (instead of --class and --repo)")
 }
 
 // resolve loads the config (no tokens are read) and resolves the effective policy.
 func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, error) {
-	if pf.tenant == "" {
-		return nil, nil, fmt.Errorf("%w: --tenant is required", errUsage)
+	if pf.tenant == "" && pf.run == "" {
+		return nil, nil, fmt.Errorf("%w: --tenant (or --run) is required", errUsage)
+	}
+	if pf.run != "" && pf.repo != "" {
+		return nil, nil, fmt.Errorf("%w: --run or --repo, not both (a run's presets were derived when it was created)", errUsage)
 	}
 	var cfg *config.Config
 	if pf.config == "" {
@@ -72,12 +76,18 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 		}
 		return nil, nil, err
 	}
-	grants, err := storedGrants(cfg, pf.tenant)
+	in := rules.PolicyInput{Tenant: pf.tenant, Class: pf.class, Derived: d.Policy()}
+	if pf.run != "" {
+		if in, err = runInput(cfg, pf.run, pf.tenant); err != nil {
+			return nil, nil, err
+		}
+	}
+	grants, err := storedGrants(cfg, in.Tenant)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: pf.tenant, Class: pf.class, Derived: d.Policy(),
-		Grants: grants, Now: time.Now()})
+	in.Policy, in.Grants, in.Now = cfg.Policy(), grants, time.Now()
+	p, err := rules.ResolvePolicy(in)
 	return p, d, err
 }
 
@@ -134,13 +144,17 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	d := res.Decision
 	if pf.json {
-		return writeJSON(stdout, res)
+		if err := writeJSON(stdout, res); err != nil || d.Action != rules.Deny {
+			return err
+		}
+		return errRefused
 	}
 	if d.Action == rules.Deny {
 		fmt.Fprintf(stdout, "deny %s %s: %s\n", res.Method, res.URL, d.Reason)
-	} else {
-		fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
+		printTrace(stdout, res.Trace)
+		return errRefused // a script can test the answer: exit 1
 	}
+	fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
 	printTrace(stdout, res.Trace)
 	return nil
 }

@@ -81,15 +81,17 @@ tenants:
 		for _, tc := range []struct {
 			args []string
 			want string
+			code int // a refusal exits 1
 		}{
-			{[]string{"https://api.example.test/x"}, "allow GET https://api.example.test:443/x"},
-			{[]string{"--method", "POST", "https://api.example.test/x"}, "deny POST https://api.example.test:443/x: method-not-allowed"},
-			{[]string{"https://pypi.org/simple/requests/", "--repo", repo}, "preset pypi@1 derived from requirements.txt"},
-			{[]string{"https://pypi.org/simple/requests/"}, "deny GET"},
-			{[]string{"https://pypi.corp.test/simple/", "--repo", repo}, "host-not-allowed"},
+			{[]string{"https://api.example.test/x"}, "allow GET https://api.example.test:443/x", 0},
+			{[]string{"--method", "POST", "https://api.example.test/x"}, "deny POST https://api.example.test:443/x: method-not-allowed", 1},
+			{[]string{"https://pypi.org/simple/requests/", "--repo", repo}, "preset pypi@1 derived from requirements.txt", 0},
+			{[]string{"https://pypi.org/simple/requests/"}, "deny GET", 1},
+			{[]string{"https://pypi.corp.test/simple/", "--repo", repo}, "host-not-allowed", 1},
+			{[]string{"https://pypi.corp.test/simple/", "--json"}, `"reason": "host-not-allowed"`, 1},
 		} {
 			code, out, errs := runCLI(t, append([]string{"policy", "check", "--config", cfg, "--tenant", "acme"}, tc.args...)...)
-			if code != 0 || !strings.Contains(out, tc.want) {
+			if code != tc.code || !strings.Contains(out, tc.want) || errs != "" {
 				t.Errorf("%v: %d %q %s", tc.args, code, out, errs)
 			}
 		}
@@ -132,5 +134,44 @@ func TestPolicyShowsStoredGrants(t *testing.T) {
 	}
 	if _, out, _ := runCLI(t, "policy", "explain", "--config", cfg, "--tenant", "globex"); strings.Contains(out, "granted.example.test") {
 		t.Fatalf("acme's grant shows in globex's policy:\n%s", out)
+	}
+}
+
+// policy check --run answers for a stored run: its own entries count, and
+// exit 1 says no for what the run may not reach.
+func TestPolicyCheckForARun(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfg, []byte("data_dir: data\ntenants:\n  acme:\n    token_env: ACME_TOKEN_UNSET\n    classes: {agent: {allow: [{host: base.example.test}], run_extras: [extra.example.test]}}\n"+
+		"  globex:\n    token_env: GLOBEX_TOKEN_UNSET\n    classes: {agent: {allow: []}}\n"), 0o600)
+	os.MkdirAll(filepath.Join(dir, "data"), 0o700)
+	st, err := store.Open(context.Background(), filepath.Join(dir, "data", store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateRun(context.Background(), store.Run{ID: "run_01PC", Tenant: "acme", Class: "agent", TokenHash: strings.Repeat("ab", 32),
+		Extra: []byte(`[{"host":"extra.example.test","methods":["GET"]}]`)}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--run", "run_01PC", "https://extra.example.test/x"}, 0, "allow GET"},
+		{[]string{"--run", "run_01PC", "https://base.example.test/x"}, 0, "allow GET"},
+		{[]string{"--run", "run_01PC", "--method", "POST", "https://extra.example.test/x"}, 1, "deny POST"},
+		{[]string{"--tenant", "acme", "https://extra.example.test/x"}, 1, "host-not-allowed"},
+		{[]string{"--run", "run_01PC", "--tenant", "globex", "https://extra.example.test/x"}, 1, "belongs to tenant acme"},
+		{[]string{"--run", "run_nope", "https://extra.example.test/x"}, 1, "not found"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"policy", "check", "--config", cfg}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("%v: exit %d %q %q", tc.args, code, out, errs)
+		}
+	}
+	if code, out, _ := runCLI(t, "policy", "explain", "--config", cfg, "--run", "run_01PC"); code != 0 || !strings.Contains(out, "extra.example.test") {
+		t.Errorf("explain --run: %d %s", code, out)
 	}
 }

@@ -59,8 +59,8 @@ func TestPolicyCheckTrace(t *testing.T) {
 	cfg := filepath.Join(dir, "sluice.yaml")
 	os.WriteFile(cfg, []byte("tenants:\n  acme:\n    token_env: ACME_TOKEN_UNSET\n    classes:\n      agent:\n        allow:\n          - host: other.example.test\n          - host: api.example.test\n            methods: [GET]\n"), 0o600)
 	code, out, errs := runCLI(t, "policy", "check", "--config", cfg, "--tenant", "acme", "--trace", "--method", "POST", "https://api.example.test/x")
-	if code != 0 {
-		t.Fatalf("%d %s", code, errs)
+	if code != 1 {
+		t.Fatalf("a refusal exits 1, got %d %s", code, errs)
 	}
 	for _, want := range []string{"deny POST https://api.example.test:443/x: method-not-allowed", "trace:",
 		"host api.example.test is not other.example.test", "method POST not in [GET]", "connect", "matched"} {

@@ -275,11 +275,19 @@ func (s *Server) announce() {
 			fmt.Fprintf(w, "tenant %s: export failed: %v\n", t, err)
 			continue
 		}
-		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n  env lines:\n",
+		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n",
 			t, filepath.Join(out, "ca.pem"), envPath)
+		if p := cfg.TokenPath(cfg.Tenants[t]); p != "" {
+			fmt.Fprintf(w, "  token:    %s (the tenant token, for the API: Authorization: Bearer %s:<token>)\n", p, t)
+		}
+		fmt.Fprintln(w, "  env lines:")
 		for _, l := range maskPhantoms(cfg, t, ca.MaskEnv(lines, token)) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
+	}
+	announceDashboard(w, cfg, s.AdminAddr())
+	for _, warn := range configPresetWarnings(cfg) {
+		s.Logger.Warn(warn) // stderr, where serve's warnings go
 	}
 	if len(s.engine.Tenants()) == 1 && cfg.Path == "" {
 		fmt.Fprintln(w, "policy: the embedded default allows nothing; run with --config FILE to allow hosts")

@@ -110,13 +110,17 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(tokenPath)
 	token := strings.TrimSpace(string(raw))
-	for _, want := range []string{"tenant default:", "ca.pem", "sluice.env", "HTTPS_PROXY=http://default:****@" + addr, "SSL_CERT_FILE=", "NODE_EXTRA_CA_CERTS="} {
+	for _, want := range []string{"tenant default:", "ca.pem", "sluice.env", "HTTPS_PROXY=http://default:****@" + addr, "SSL_CERT_FILE=", "NODE_EXTRA_CA_CERTS=",
+		"token:    " + tokenPath, "dashboard on http://", "no dashboard user yet", "sluice user hash"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("start-up output lacks %q:\n%s", want, out)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "export", "default", "ca.pem")); err != nil {
 		t.Errorf("exported CA: %v", err)
+	}
+	if token != "" && strings.Contains(out, token) {
+		t.Error("the start-up output shows the token")
 	}
 
 	if resp := connect(t, addr, "", "", "example.test:443"); resp.StatusCode != http.StatusProxyAuthRequired {

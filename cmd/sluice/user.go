@@ -53,7 +53,7 @@ func dashboardUsers(cfg *config.Config, getenv func(string) string) ([]dashboard
 			return nil, fmt.Errorf("dashboard user %s: the password hash is neither bcrypt nor argon2id "+
 				"(make one with `sluice user hash`)", u.Name)
 		}
-		out = append(out, dashboard.User{Name: u.Name, Role: dashboard.Role(u.Role), Hash: h})
+		out = append(out, dashboard.User{Name: u.Name, Role: dashboard.Role(u.Role), Tenant: u.Tenant, Hash: h})
 	}
 	return out, nil
 }

@@ -24,6 +24,22 @@ type RunCreated struct {
 	ProxyURL string    `json:"proxy_url"`
 	CAPEM    string    `json:"ca_pem"`
 	Env      []string  `json:"env"`
+	// Presets are the presets the run's policy used, with how much each gave.
+	Presets []PresetUse `json:"presets"`
+}
+
+// PresetUse is one preset of a run's policy: Entries it contributed, and a
+// Note when it gave less than it could (an operator host slot left unset).
+type PresetUse struct {
+	Preset struct {
+		Name    string `json:"name"`
+		Version int    `json:"version"`
+	} `json:"preset"`
+	Origin struct {
+		Kind string `json:"kind"`
+	} `json:"origin"`
+	Entries int    `json:"entries"`
+	Note    string `json:"note,omitempty"`
 }
 
 // CreateRun posts req to /api/runs and returns the answer, decoded and whole.
