@@ -216,23 +216,7 @@ func gunzipBounded(data []byte, max int64) (out []byte, tooBig bool) {
 func (b *grpcBody) scan(where string, data []byte) error {
 	g, r, id := b.g, b.r, b.id
 	ctx := context.WithoutCancel(r.Context())
-	req := &scanner.Request{
-		Tenant: id.Tenant, Host: b.host, Body: bytes.NewReader(data),
-		Allowed: func(h string) bool {
-			n, err := rules.NormalizeHost(h)
-			if err != nil {
-				return false
-			}
-			return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
-		},
-		// PhantomAllowed stays nil: phantoms are swapped in headers and
-		// queries only, so a phantom inside a message is always a misuse.
-	}
-	start := time.Now()
-	res, err := g.Scanner.Scan(ctx, req)
-	if g.OnScan != nil {
-		g.OnScan(time.Since(start))
-	}
+	res, err := g.scanMessage(ctx, id, b.host, data)
 	if err != nil {
 		g.logger().Warn("grpc message scan failed", logTenant, id.Tenant, logHost, b.host, logErr, err)
 		return b.refuseFrame(ReasonScanFailed)

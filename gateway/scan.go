@@ -47,13 +47,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	req := &scanner.Request{
 		Tenant: id.Tenant, Host: host, URL: r.URL, Header: hdr,
 		// A link leads outside when the client could not open that host.
-		Allowed: func(h string) bool {
-			n, err := rules.NormalizeHost(h)
-			if err != nil {
-				return false
-			}
-			return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
-		},
+		Allowed: g.linkAllowed(id),
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		req.Body = r.Body
@@ -171,23 +165,7 @@ func (s *wsSession) check(where string, data []byte) ([][]byte, error) {
 		return nil, nil // opened for the scrub of the upstream's side only
 	}
 	ctx := context.WithoutCancel(r.Context())
-	req := &scanner.Request{
-		Tenant: id.Tenant, Host: s.host, Body: bytes.NewReader(data),
-		Allowed: func(h string) bool {
-			n, err := rules.NormalizeHost(h)
-			if err != nil {
-				return false
-			}
-			return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
-		},
-		// PhantomAllowed stays nil: phantoms are swapped in headers and
-		// queries only, so a phantom inside a message is always a misuse.
-	}
-	start := time.Now()
-	res, err := g.safeScan(ctx, req)
-	if g.OnScan != nil {
-		g.OnScan(time.Since(start))
-	}
+	res, err := g.scanMessage(ctx, id, s.host, data)
 	if errors.Is(err, errPanicked) {
 		s.record(ReasonInternalError)
 		return s.close(wsCloseInternalError, ReasonInternalError)
@@ -230,4 +208,33 @@ func (s *wsSession) check(where string, data []byte) ([][]byte, error) {
 		reason = scanner.ReasonSecret
 	}
 	return s.close(wsClosePolicy, reason)
+}
+
+// linkAllowed says whether a link to host leads inside: a host the client
+// could open itself (a link elsewhere that carries data is an exfil link).
+func (g *Gateway) linkAllowed(id rules.Identity) func(h string) bool {
+	return func(h string) bool {
+		n, err := rules.NormalizeHost(h)
+		if err != nil {
+			return false
+		}
+		return g.Policy.Decide(rules.Query{Identity: id, Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
+	}
+}
+
+// scanMessage scans one message of a stream (a WebSocket or gRPC message),
+// timed into OnScan; a panic in the scanner is an error (errPanicked).
+func (g *Gateway) scanMessage(ctx context.Context, id rules.Identity, host string, data []byte) (*scanner.Result, error) {
+	req := &scanner.Request{
+		Tenant: id.Tenant, Host: host, Body: bytes.NewReader(data),
+		Allowed: g.linkAllowed(id),
+		// PhantomAllowed stays nil: phantoms are swapped in headers and
+		// queries only, so a phantom inside a message is always a misuse.
+	}
+	start := time.Now()
+	res, err := g.safeScan(ctx, req)
+	if g.OnScan != nil {
+		g.OnScan(time.Since(start))
+	}
+	return res, err
 }
