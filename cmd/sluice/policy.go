@@ -141,7 +141,7 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
 	}
-	printTrace(stdout, res.Trace)
+	explain.Trace(stdout, res.Trace)
 	return nil
 }
 

@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -70,40 +68,5 @@ func TestPolicyCheckTrace(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "policy", "check", "--config", cfg, "--tenant", "acme", "https://api.example.test/x"); code != 0 || strings.Contains(out, "trace:") {
 		t.Fatalf("without --trace: %s", out)
-	}
-}
-
-// TestAuditModes: a reload that switches a class from shadow to enforce is
-// in the audit log; one that changes nothing adds nothing.
-func TestAuditModes(t *testing.T) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := &Server{Logger: slog.New(slog.DiscardHandler)}
-	s.ops.Store = st
-	parse := func(mode string) *config.Config {
-		c, err := config.Parse([]byte("tenants:\n  acme:\n    token_env: X_UNSET\n    classes:\n      agent:\n        mode: "+mode+"\n"), "s.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	s.auditModes(parse("shadow"))
-	s.auditModes(parse("shadow"))
-	s.auditModes(parse("enforce"))
-	es, err := st.ListAudit(context.Background(), store.AuditFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range es {
-		if e.Action == "policy.mode" {
-			got = append(got, e.Tenant+" "+e.Target+" "+e.Detail)
-		}
-	}
-	if len(got) != 1 || got[0] != "acme agent class agent: shadow -> enforce" {
-		t.Fatalf("audit %q", got)
 	}
 }

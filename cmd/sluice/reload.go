@@ -100,7 +100,7 @@ func (s *Server) applyReload(st *stagedReload) []any {
 	}
 	s.applyCredentials(st.cfg)
 	s.reloadSandbox(st.cfg)
-	s.auditModes(st.cfg)
+	s.review.modes.Set(st.cfg.ShadowClasses())
 	closed := 0
 	if s.gw != nil {
 		closed = s.gw.PolicyChanged()
