@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/credentials"
 )
 
 // exportTenant writes ca.pem, bundle.pem and sluice.env (ca.Authority.ExportEnv)
@@ -24,7 +25,7 @@ func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHost
 		return "", nil, "", fmt.Errorf("tenant %s: %w", tenant, err)
 	}
 	// The tenant's phantom credentials, under the names its tools read.
-	phantoms, err := tenantPhantomEnv(cfg, tenant)
+	phantoms, err := credentials.TenantEnv(cfg, tenant)
 	if err != nil {
 		return "", nil, "", err
 	}

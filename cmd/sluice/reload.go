@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/internal/credentials"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -28,7 +29,7 @@ func (s *Server) loadPolicy(path string) (*stagedReload, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCredentials(cfg); err != nil {
+	if err := credentials.Check(cfg); err != nil {
 		return nil, err
 	}
 	for _, t := range engine.Tenants() {

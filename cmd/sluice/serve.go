@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/credentials"
 	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/internal/ops"
 	"github.com/sluice-egress/sluice/internal/reload"
@@ -277,7 +278,7 @@ func (s *Server) announce() {
 		}
 		fmt.Fprintf(w, "tenant %s:\n  CA:       %s\n  env file: %s (mode 0600, holds the proxy token)\n  env lines:\n",
 			t, filepath.Join(out, "ca.pem"), envPath)
-		for _, l := range maskPhantoms(cfg, t, ca.MaskEnv(lines, token)) {
+		for _, l := range credentials.Mask(cfg, t, ca.MaskEnv(lines, token)) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}
