@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
+	"github.com/sluice-egress/sluice/internal/database"
 	"github.com/sluice-egress/sluice/internal/explain"
 	"github.com/sluice-egress/sluice/rules"
 )
@@ -72,7 +74,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 		}
 		return nil, nil, err
 	}
-	grants, err := storedGrants(cfg, pf.tenant)
+	grants, err := database.Grants(context.Background(), cfg, pf.tenant)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/database"
 	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
@@ -47,7 +48,7 @@ func runPolicyPropose(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: no tenant %q in the config", errUsage, *tenant)
 	}
 	ctx := context.Background()
-	st, err := existingStore(ctx, cfg)
+	st, err := database.Existing(ctx, cfg)
 	if err != nil {
 		return err
 	}
