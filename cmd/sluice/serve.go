@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/internal/replica"
 	"github.com/sluice-egress/sluice/internal/sandboxnet"
+	"github.com/sluice-egress/sluice/internal/trust"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -79,7 +80,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.engine = engine
-	if s.cas, err = caStore(cfg); err != nil {
+	if s.cas, err = trust.Open(cfg); err != nil {
 		return err
 	}
 	s.cas.Logger = s.Logger
@@ -271,7 +272,7 @@ func (s *Server) announce() {
 	s.sandbox.Announce(w, s.dnsMode())
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
-		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")
+		envPath, lines, token, err := trust.Export(cfg, s.cas, t, out, hostport, "")
 		if err != nil {
 			fmt.Fprintf(w, "tenant %s: export failed: %v\n", t, err)
 			continue

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/ca/stepca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/internal/replica"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -54,26 +50,4 @@ func (s *Server) fileVersion() string {
 		return "embedded"
 	}
 	return s.watch.Version()
-}
-
-// stepCAIssuers builds the step-ca clients of the tenants whose root lives
-// there (tenants.<name>.step_ca). A root or key that cannot be read is a
-// start-up error.
-func stepCAIssuers(cfg *config.Config) (map[string]ca.Issuer, error) {
-	var out map[string]ca.Issuer
-	for name, t := range cfg.Tenants {
-		if t == nil || t.StepCA == nil {
-			continue
-		}
-		sc := t.StepCA
-		c := &stepca.Client{URL: sc.URL, Provisioner: sc.Provisioner, KeyID: sc.KeyID, TTL: sc.TTL()}
-		if err := c.LoadFiles(cfg.ResolvePath(sc.RootFile), cfg.ResolvePath(sc.ProvisionerKeyFile)); err != nil {
-			return nil, fmt.Errorf("tenants.%s.step_ca.%w", name, err)
-		}
-		if out == nil {
-			out = map[string]ca.Issuer{}
-		}
-		out[name] = c
-	}
-	return out, nil
 }
