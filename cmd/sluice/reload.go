@@ -64,7 +64,7 @@ type stagedReload struct {
 // scanner's fingerprint key, canaries and phantoms, so that fingerprints,
 // issued canaries and minted phantoms stay valid.
 func (s *Server) reloadScanner(cfg *config.Config) (*scanner.Scanner, error) {
-	sc, err := buildScanner(cfg, false)
+	sc, err := scanner.Build(cfg.ScannerOptions(false))
 	if err != nil {
 		return nil, err
 	}

@@ -127,8 +127,8 @@ func (s *Server) Open() error {
 	}
 	// The scanner's rules are compiled here (and again by each reload,
 	// before anything is swapped): a bad rule pack is a start-up error, and
-	// no request is forwarded unscanned.
-	sc, err := newScanner(cfg)
+	// no request is forwarded unscanned. The fingerprint key is created.
+	sc, err := scanner.Build(cfg.ScannerOptions(true))
 	if err != nil {
 		return err
 	}
