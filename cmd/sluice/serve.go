@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/credentials"
+	"github.com/sluice-egress/sluice/internal/gatewayconf"
 	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/internal/ops"
 	"github.com/sluice-egress/sluice/internal/reload"
@@ -121,8 +122,8 @@ func (s *Server) Open() error {
 		// A WebSocket message is scanned whole, as a body is.
 		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
 		IdleTimeout:         time.Duration(cfg.Limits.KeepaliveIdleTimeout),
-		Limits:              gatewayLimits(cfg.Limits),
-		HTTP2:               gatewayHTTP2(cfg.HTTP2),
+		Limits:              gatewayconf.Limits(cfg.Limits),
+		HTTP2:               gatewayconf.HTTP2(cfg.HTTP2),
 		Logger:              s.Logger,
 	}
 	// The scanner's rules are compiled here (and again by each reload,
@@ -166,39 +167,6 @@ func (s *Server) Open() error {
 		return fmt.Errorf("proxy listener: %w (change listen.proxy or --proxy)", err)
 	}
 	return nil
-}
-
-// gatewayLimits hands the limits: keys to the gateway (keepalive_idle_timeout is
-// Gateway.IdleTimeout); zero stays the gateway's default.
-func gatewayLimits(l config.Limits) gateway.Limits {
-	return gateway.Limits{
-		ReadHeaderTimeout:      time.Duration(l.ReadHeaderTimeout),
-		BodyIdleTimeout:        time.Duration(l.BodyIdleTimeout),
-		BodyReadTimeout:        time.Duration(l.BodyReadTimeout),
-		TunnelIdleTimeout:      time.Duration(l.TunnelIdleTimeout),
-		TunnelMaxLifetime:      time.Duration(l.TunnelMaxLifetime),
-		UpstreamConnectTimeout: time.Duration(l.UpstreamConnectTimeout),
-		UpstreamHeaderTimeout:  time.Duration(l.UpstreamHeaderTimeout),
-		MaxHeaderBytes:         int(l.MaxHeaderBytes),
-		MaxHeaderCount:         l.MaxHeaderCount,
-		MaxURLBytes:            int(l.MaxURLBytes),
-		MaxConnsPerClient:      l.MaxConnsPerClient,
-		MaxConnsPerTenant:      l.MaxConnsPerTenant,
-	}
-}
-
-// gatewayHTTP2 hands the http2: keys to the gateway; Validate bounded them.
-func gatewayHTTP2(h config.HTTP2) gateway.HTTP2 {
-	return gateway.HTTP2{
-		Disable:                   h.Disable,
-		MaxConcurrentStreams:      uint32(h.MaxConcurrentStreams),
-		MaxHeaderBytes:            int(h.MaxHeaderBytes),
-		MaxDecoderHeaderTableSize: uint32(h.MaxHeaderTableSize),
-		MaxReadFrameSize:          uint32(h.MaxReadFrameSize),
-		BodyTimeout:               time.Duration(h.BodyTimeout),
-		MaxResets:                 h.MaxResets,
-		ResetWindow:               time.Duration(h.ResetWindow),
-	}
 }
 
 func (s *Server) leaf(tenant, host string) (*tls.Certificate, error) {

@@ -26,7 +26,7 @@ var layers = [][]string{
 	// The service's store adapter.
 	{"internal/runstore"},
 	// What serves or calls the service.
-	{"dashboard", "internal/apiclient", "internal/desk", "internal/database", "internal/trust", "internal/replica", "internal/incidentsink",
+	{"dashboard", "internal/apiclient", "internal/desk", "internal/database", "internal/trust", "internal/gatewayconf", "internal/replica", "internal/incidentsink",
 		"internal/sandboxnet", "internal/ops"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
@@ -62,6 +62,7 @@ var forbidden = map[string][]string{
 	"internal/credentials":  {"gateway", "store", "dashboard", "runs", "cmd/sluice"},
 	"internal/database":     {"gateway", "dashboard", "ca", "cmd/sluice"},
 	"internal/trust":        {"gateway", "store", "dashboard", "runs", "cmd/sluice"},
+	"internal/gatewayconf":  {"store", "dashboard", "runs", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},
