@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/pgtest"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -68,5 +69,38 @@ func TestPolicyCheckTrace(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "policy", "check", "--config", cfg, "--tenant", "acme", "https://api.example.test/x"); code != 0 || strings.Contains(out, "trace:") {
 		t.Fatalf("without --trace: %s", out)
+	}
+}
+
+// TestPolicyProposePostgres: with store.driver postgres the command reads
+// the shared store, not a SQLite file in the data directory.
+func TestPolicyProposePostgres(t *testing.T) {
+	dsn := pgtest.New(t).NewDatabase(t)
+	t.Setenv("SLUICE_TEST_PROPOSE_DSN", dsn)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfgPath, []byte("data_dir: data\nstore: {driver: postgres, dsn_env: SLUICE_TEST_PROPOSE_DSN}\n"+
+		"tenants:\n  acme:\n    token_env: ACME_TOKEN_UNSET\n    classes: {agent: {}}\n"), 0o600)
+	ctx := context.Background()
+	st, err := store.OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := st.RecordObservations(ctx, []store.Observation{{Tenant: "acme", Class: "agent", Run: "r-1",
+		Host: "pg.example.test", Port: 443, Method: "GET", Path: "/", Verdict: store.ObservedAllowed, Count: 1,
+		FirstSeen: now, LastSeen: now}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var out, errb bytes.Buffer
+	if err := dispatch(ctx, []string{"policy", "propose", "--config", cfgPath, "--tenant", "acme"}, &out, &errb); err != nil {
+		t.Fatalf("propose: %v %s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), `- host: "pg.example.test"`) {
+		t.Fatalf("draft:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", store.FileName)); err == nil {
+		t.Fatal("propose created a SQLite store")
 	}
 }
