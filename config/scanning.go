@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
@@ -53,6 +54,24 @@ func (s *Scanning) Policy() scanner.Policy {
 		NoDefaultBindings: s.NoDefaultBindings,
 		Tenants:           s.Tenants,
 		ForwardOversize:   s.OnOversize == OnOversizeForward,
+	}
+}
+
+// ScannerOptions returns the options of the gateway's scanner from the
+// scanning keys: rules (defaults, shipped packs, rule_packs relative to the
+// config file), policy, limits, and the data directory's key and canaries.
+// Without createKey a missing fingerprint key is not created (the scanner
+// uses a per-process key).
+func (c *Config) ScannerOptions(createKey bool) scanner.Options {
+	packs := make([]string, len(c.Scanning.RulePacks))
+	for i, p := range c.Scanning.RulePacks {
+		packs[i] = c.AbsPath(p)
+	}
+	return scanner.Options{
+		RulePacks: packs, Policy: c.Scanning.Policy(), DataDir: c.DataPath(), CreateKey: createKey,
+		MaxBodyBytes: int64(c.Scanning.MaxBodyBytes),
+		DecodeDepth:  c.Scanning.DecodeDepth,
+		Timeout:      time.Duration(c.Scanning.Timeout),
 	}
 }
 

@@ -146,3 +146,15 @@ func TestPropose(t *testing.T) {
 		t.Errorf("all classes: %d", len(all.Classes))
 	}
 }
+
+func TestDraftHeader(t *testing.T) {
+	from := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := runs.DraftHeader("acme", "", "7d", 3, from)
+	if len(h) != 2 || h[0] != "Drafted by: sluice policy propose --tenant acme --since 7d" ||
+		!strings.Contains(h[1], "From 3 observation(s) since 2026-01-02T03:04:05Z.") {
+		t.Fatalf("header %q", h)
+	}
+	if h := runs.DraftHeader("acme", "agent", "2w", 0, from); h[0] != "Drafted by: sluice policy propose --tenant acme --class agent --since 2w" {
+		t.Fatalf("with a class: %q", h[0])
+	}
+}

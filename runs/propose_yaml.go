@@ -18,6 +18,18 @@ type YAMLOptions struct {
 	Header []string
 }
 
+// DraftHeader is the header of the draft `sluice policy propose` prints:
+// the command that drafted it (class "" for every class, since as given)
+// and what it was drafted from.
+func DraftHeader(tenant, class, since string, observations int, from time.Time) []string {
+	cmd := "Drafted by: sluice policy propose --tenant " + tenant
+	if class != "" {
+		cmd += " --class " + strings.TrimSpace(class)
+	}
+	return []string{cmd + " --since " + since,
+		fmt.Sprintf("From %d observation(s) since %s. Review every entry before using it: risk high first.", observations, from.UTC().Format(time.RFC3339))}
+}
+
 // maxRunsShown bounds the runs an entry's comment names.
 const maxRunsShown = 5
 

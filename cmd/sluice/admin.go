@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/internal/database"
 	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
@@ -22,7 +23,7 @@ import (
 // writer behind the gateway's EventSink and the metrics. A store that cannot
 // be opened is a start-up error: nothing is served unrecorded.
 func (s *Server) openStore() error {
-	st, err := openDatabase(context.Background(), s.Config)
+	st, err := database.Open(context.Background(), s.Config)
 	if err != nil {
 		return fmt.Errorf("incident store: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/credentials"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 )
@@ -40,7 +41,7 @@ tenants:
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	creds, err := phantomCredentials(cfg)
+	creds, err := credentials.FromConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkCredentials(cfg2); err != nil {
+	if err := credentials.Check(cfg2); err != nil {
 		t.Fatal(err)
 	}
 	s.applyCredentials(cfg2)
@@ -77,7 +78,7 @@ tenants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkCredentials(cfg3); err == nil {
+	if err := credentials.Check(cfg3); err == nil {
 		t.Fatal("a credential whose secret cannot be read passed the reload check")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
+	"github.com/sluice-egress/sluice/internal/trust"
 )
 
 // doctorWorld is a real gateway (Server, as `sluice serve` wires it) on
@@ -133,7 +134,7 @@ func newDoctorWorld(t *testing.T) *doctorWorld {
 	w.dns = s.DNSAddr()
 	w.openDNS = startOpenResolver(t)
 
-	_, lines, _, err := exportTenant(cfg, s.cas, "acme", filepath.Join(w.dir, "trust"), w.proxy, "")
+	_, lines, _, err := trust.Export(cfg, s.cas, "acme", filepath.Join(w.dir, "trust"), w.proxy, "")
 	if err != nil {
 		t.Fatal(err)
 	}

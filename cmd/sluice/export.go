@@ -4,47 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"path/filepath"
-	"time"
 
-	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/trust"
 )
-
-// exportTenant writes ca.pem, bundle.pem and sluice.env (ca.Authority.ExportEnv)
-// for one tenant into outDir, with the tenant's token and phantom credentials.
-// containerDir, when set, is where the container will see outDir mounted.
-func exportTenant(cfg *config.Config, store *ca.Store, tenant, outDir, proxyHostport, containerDir string) (envPath string, lines []string, token string, err error) {
-	auth, err := store.Authority(tenant)
-	if err != nil {
-		return "", nil, "", err
-	}
-	if token, err = cfg.Token(tenant); err != nil {
-		return "", nil, "", fmt.Errorf("tenant %s: %w", tenant, err)
-	}
-	// The tenant's phantom credentials, under the names its tools read.
-	phantoms, err := tenantPhantomEnv(cfg, tenant)
-	if err != nil {
-		return "", nil, "", err
-	}
-	envPath, lines, err = auth.ExportEnv(outDir, containerDir, &url.URL{Scheme: "http", User: url.UserPassword(tenant, token), Host: proxyHostport}, phantoms)
-	return envPath, lines, token, err
-}
-
-// caStore opens the CA store under the data dir with the configured
-// passphrase.
-func caStore(cfg *config.Config) (*ca.Store, error) {
-	s := &ca.Store{Dir: filepath.Join(cfg.DataDir, "ca"), LeafTTL: time.Duration(cfg.CA.LeafTTL)}
-	var err error
-	if s.Issuers, err = stepCAIssuers(cfg); err != nil {
-		return nil, err
-	}
-	if s.Passphrase, err = cfg.CAPassphrase(); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
 
 // reachableProxy turns a listen address into one a client can use: an
 // unspecified host (0.0.0.0, ::) becomes loopback.
@@ -77,7 +41,7 @@ func runCAExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := caStore(cfg)
+	store, err := trust.Open(cfg)
 	if err != nil {
 		return err
 	}
@@ -89,7 +53,7 @@ func runCAExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	envPath, _, _, err := exportTenant(cfg, store, *tenant, outDir, hostport, *containerDir)
+	envPath, _, _, err := trust.Export(cfg, store, *tenant, outDir, hostport, *containerDir)
 	if err != nil {
 		return err
 	}

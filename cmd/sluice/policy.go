@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
+	"github.com/sluice-egress/sluice/internal/database"
 	"github.com/sluice-egress/sluice/internal/explain"
 	"github.com/sluice-egress/sluice/rules"
 )
@@ -82,7 +84,7 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 			return nil, nil, err
 		}
 	}
-	grants, err := storedGrants(cfg, in.Tenant)
+	grants, err := database.Grants(context.Background(), cfg, in.Tenant)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,11 +153,11 @@ func runPolicyCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	if d.Action == rules.Deny {
 		fmt.Fprintf(stdout, "deny %s %s: %s\n", res.Method, res.URL, d.Reason)
-		printTrace(stdout, res.Trace)
+		explain.Trace(stdout, res.Trace)
 		return errRefused // a script can test the answer: exit 1
 	}
 	fmt.Fprintf(stdout, "%s %s %s\n  by %s  %s\n  from %s\n", d.Action, res.Method, res.URL, d.Entry.Host, d.Entry.Limits(), res.Origin)
-	printTrace(stdout, res.Trace)
+	explain.Trace(stdout, res.Trace)
 	return nil
 }
 

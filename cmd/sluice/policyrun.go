@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
+	"github.com/sluice-egress/sluice/internal/database"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -15,7 +16,7 @@ import (
 // that `policy explain|check --run R` answers for that run.
 func runInput(cfg *config.Config, id, tenant string) (rules.PolicyInput, error) {
 	ctx := context.Background()
-	st, err := existingStore(ctx, cfg)
+	st, err := database.Existing(ctx, cfg)
 	if err != nil {
 		return rules.PolicyInput{}, fmt.Errorf("--run: %w", err)
 	}

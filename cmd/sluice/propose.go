@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/internal/database"
 	"github.com/sluice-egress/sluice/internal/runstore"
 	"github.com/sluice-egress/sluice/runs"
 	"github.com/sluice-egress/sluice/store"
@@ -48,25 +47,22 @@ func runPolicyPropose(args []string, stdout, stderr io.Writer) error {
 	if t == nil {
 		return fmt.Errorf("%w: no tenant %q in the config", errUsage, *tenant)
 	}
-	path := filepath.Join(cfg.DataPath(), store.FileName)
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("no store at %s: nothing observed yet (--data-dir?)", path)
-	}
-	st, err := store.Open(context.Background(), path)
+	ctx := context.Background()
+	st, err := database.Existing(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	if st == nil {
+		return fmt.Errorf("no store at %s: nothing observed yet (--data-dir?)", filepath.Join(cfg.DataPath(), store.FileName))
+	}
 	defer st.Close()
 	from := time.Now().Add(-time.Duration(since))
-	obs, err := runstore.Observed(context.Background(), st, *tenant, *class, from)
+	obs, err := runstore.Observed(ctx, st, *tenant, *class, from)
 	if err != nil {
 		return err
 	}
 	p := runs.Propose(runs.ProposeInput{Tenant: *tenant, Class: *class, Observed: obs})
-	opts := runs.YAMLOptions{TokenEnv: t.TokenEnv, Header: []string{
-		"Drafted by: sluice policy propose --tenant " + *tenant + classArg(*class) + " --since " + *sinceFlag,
-		fmt.Sprintf("From %d observation(s) since %s. Review every entry before using it: risk high first.", len(obs), from.UTC().Format(time.RFC3339)),
-	}}
+	opts := runs.YAMLOptions{TokenEnv: t.TokenEnv, Header: runs.DraftHeader(*tenant, *class, *sinceFlag, len(obs), from)}
 	if t.TokenEnv == "" {
 		if opts.TokenFile, err = filepath.Abs(cfg.TokenPath(t)); err != nil {
 			opts.TokenFile = cfg.TokenPath(t)
@@ -74,11 +70,4 @@ func runPolicyPropose(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(p.YAML(opts))
 	return err
-}
-
-func classArg(c string) string {
-	if c == "" {
-		return ""
-	}
-	return " --class " + strings.TrimSpace(c)
 }

@@ -3,15 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/incident"
+	"github.com/sluice-egress/sluice/internal/pgtest"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -73,37 +72,35 @@ func TestPolicyCheckTrace(t *testing.T) {
 	}
 }
 
-// TestAuditModes: a reload that switches a class from shadow to enforce is
-// in the audit log; one that changes nothing adds nothing.
-func TestAuditModes(t *testing.T) {
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), store.FileName))
+// TestPolicyProposePostgres: with store.driver postgres the command reads
+// the shared store, not a SQLite file in the data directory.
+func TestPolicyProposePostgres(t *testing.T) {
+	dsn := pgtest.New(t).NewDatabase(t)
+	t.Setenv("SLUICE_TEST_PROPOSE_DSN", dsn)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "sluice.yaml")
+	os.WriteFile(cfgPath, []byte("data_dir: data\nstore: {driver: postgres, dsn_env: SLUICE_TEST_PROPOSE_DSN}\n"+
+		"tenants:\n  acme:\n    token_env: ACME_TOKEN_UNSET\n    classes: {agent: {}}\n"), 0o600)
+	ctx := context.Background()
+	st, err := store.OpenPostgres(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	s := &Server{Logger: slog.New(slog.DiscardHandler)}
-	s.ops.Store = st
-	parse := func(mode string) *config.Config {
-		c, err := config.Parse([]byte("tenants:\n  acme:\n    token_env: X_UNSET\n    classes:\n      agent:\n        mode: "+mode+"\n"), "s.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	s.auditModes(parse("shadow"))
-	s.auditModes(parse("shadow"))
-	s.auditModes(parse("enforce"))
-	es, err := st.ListAudit(context.Background(), store.AuditFilter{})
-	if err != nil {
+	now := time.Now()
+	if err := st.RecordObservations(ctx, []store.Observation{{Tenant: "acme", Class: "agent", Run: "r-1",
+		Host: "pg.example.test", Port: 443, Method: "GET", Path: "/", Verdict: store.ObservedAllowed, Count: 1,
+		FirstSeen: now, LastSeen: now}}, 0); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, e := range es {
-		if e.Action == "policy.mode" {
-			got = append(got, e.Tenant+" "+e.Target+" "+e.Detail)
-		}
+	st.Close()
+	var out, errb bytes.Buffer
+	if err := dispatch(ctx, []string{"policy", "propose", "--config", cfgPath, "--tenant", "acme"}, &out, &errb); err != nil {
+		t.Fatalf("propose: %v %s", err, errb.String())
 	}
-	if len(got) != 1 || got[0] != "acme agent class agent: shadow -> enforce" {
-		t.Fatalf("audit %q", got)
+	if !strings.Contains(out.String(), `- host: "pg.example.test"`) {
+		t.Fatalf("draft:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", store.FileName)); err == nil {
+		t.Fatal("propose created a SQLite store")
 	}
 }

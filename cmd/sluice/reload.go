@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/internal/credentials"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -28,7 +29,7 @@ func (s *Server) loadPolicy(path string) (*stagedReload, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCredentials(cfg); err != nil {
+	if err := credentials.Check(cfg); err != nil {
 		return nil, err
 	}
 	for _, t := range engine.Tenants() {
@@ -63,7 +64,7 @@ type stagedReload struct {
 // scanner's fingerprint key, canaries and phantoms, so that fingerprints,
 // issued canaries and minted phantoms stay valid.
 func (s *Server) reloadScanner(cfg *config.Config) (*scanner.Scanner, error) {
-	sc, err := buildScanner(cfg, false)
+	sc, err := scanner.Build(cfg.ScannerOptions(false))
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (s *Server) applyReload(st *stagedReload) []any {
 	}
 	s.applyCredentials(st.cfg)
 	s.reloadSandbox(st.cfg)
-	s.auditModes(st.cfg)
+	s.review.modes.Set(st.cfg.ShadowClasses())
 	closed := 0
 	if s.gw != nil {
 		closed = s.gw.PolicyChanged()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/internal/reload"
+	"github.com/sluice-egress/sluice/internal/trust"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -40,7 +41,7 @@ func TestReloaderPollsTheFile(t *testing.T) {
 	e1, cfg1 := compileText(t, dir, "a.example.test")
 	h := rules.NewHolder(e1)
 	s := &Server{Config: cfg1, policy: h}
-	s.cas, _ = caStore(&config.Config{DataDir: filepath.Join(dir, "data")})
+	s.cas, _ = trust.Open(&config.Config{DataDir: filepath.Join(dir, "data")})
 	r := &reload.Swap[*stagedReload]{Path: cfg1.Path, Load: s.loadPolicy, RestartOnly: restartOnly, Apply: s.applyReload,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	r.Store(&stagedReload{engine: e1, cfg: cfg1})

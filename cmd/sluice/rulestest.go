@@ -26,7 +26,7 @@ func runRulesTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	sc, err := buildScanner(cfg, false)
+	sc, err := scanner.Build(cfg.ScannerOptions(false))
 	if err != nil {
 		return err
 	}

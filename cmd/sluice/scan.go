@@ -40,26 +40,6 @@ func linkPolicy(cfg *config.Config, tenant, class string, stderr io.Writer) (fun
 // errFound makes `sluice scan` exit 1 when something was found.
 var errFound = errors.New("findings")
 
-// newScanner builds the gateway's scanner from the config's scanning keys:
-// rules (defaults, shipped packs, rule_packs), policy, key and canaries from
-// the data directory. Rules are compiled here, once.
-func newScanner(cfg *config.Config) (*scanner.Scanner, error) { return buildScanner(cfg, true) }
-
-// buildScanner is newScanner; without create, a missing fingerprint key is
-// not created (a per-process key is used instead).
-func buildScanner(cfg *config.Config, create bool) (*scanner.Scanner, error) {
-	packs := make([]string, len(cfg.Scanning.RulePacks))
-	for i, p := range cfg.Scanning.RulePacks {
-		packs[i] = cfg.AbsPath(p)
-	}
-	return scanner.Build(scanner.Options{
-		RulePacks: packs, Policy: cfg.Scanning.Policy(), DataDir: cfg.DataPath(), CreateKey: create,
-		MaxBodyBytes: int64(cfg.Scanning.MaxBodyBytes),
-		DecodeDepth:  cfg.Scanning.DecodeDepth,
-		Timeout:      time.Duration(cfg.Scanning.Timeout),
-	})
-}
-
 // scanConfig loads the config for the offline commands; without a file or
 // data directory it is the embedded default, and nothing is created on disk.
 func scanConfig(path, dataDir string) (*config.Config, error) {
@@ -93,7 +73,7 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	sc, err := buildScanner(cfg, *cfgPath != "" || *dataDir != "")
+	sc, err := scanner.Build(cfg.ScannerOptions(*cfgPath != "" || *dataDir != ""))
 	if err != nil {
 		return err
 	}

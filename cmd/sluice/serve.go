@@ -19,11 +19,14 @@ import (
 	"github.com/sluice-egress/sluice/dashboard"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/credentials"
+	"github.com/sluice-egress/sluice/internal/gatewayconf"
 	"github.com/sluice-egress/sluice/internal/incidentsink"
 	"github.com/sluice-egress/sluice/internal/ops"
 	"github.com/sluice-egress/sluice/internal/reload"
 	"github.com/sluice-egress/sluice/internal/replica"
 	"github.com/sluice-egress/sluice/internal/sandboxnet"
+	"github.com/sluice-egress/sluice/internal/trust"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/runs"
@@ -78,7 +81,7 @@ func (s *Server) Open() error {
 		return err
 	}
 	s.engine = engine
-	if s.cas, err = caStore(cfg); err != nil {
+	if s.cas, err = trust.Open(cfg); err != nil {
 		return err
 	}
 	s.cas.Logger = s.Logger
@@ -119,14 +122,14 @@ func (s *Server) Open() error {
 		// A WebSocket message is scanned whole, as a body is.
 		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
 		IdleTimeout:         time.Duration(cfg.Limits.KeepaliveIdleTimeout),
-		Limits:              gatewayLimits(cfg.Limits),
-		HTTP2:               gatewayHTTP2(cfg.HTTP2),
+		Limits:              gatewayconf.Limits(cfg.Limits),
+		HTTP2:               gatewayconf.HTTP2(cfg.HTTP2),
 		Logger:              s.Logger,
 	}
 	// The scanner's rules are compiled here (and again by each reload,
 	// before anything is swapped): a bad rule pack is a start-up error, and
-	// no request is forwarded unscanned.
-	sc, err := newScanner(cfg)
+	// no request is forwarded unscanned. The fingerprint key is created.
+	sc, err := scanner.Build(cfg.ScannerOptions(true))
 	if err != nil {
 		return err
 	}
@@ -164,39 +167,6 @@ func (s *Server) Open() error {
 		return fmt.Errorf("proxy listener: %w (change listen.proxy or --proxy)", err)
 	}
 	return nil
-}
-
-// gatewayLimits hands the limits: keys to the gateway (keepalive_idle_timeout is
-// Gateway.IdleTimeout); zero stays the gateway's default.
-func gatewayLimits(l config.Limits) gateway.Limits {
-	return gateway.Limits{
-		ReadHeaderTimeout:      time.Duration(l.ReadHeaderTimeout),
-		BodyIdleTimeout:        time.Duration(l.BodyIdleTimeout),
-		BodyReadTimeout:        time.Duration(l.BodyReadTimeout),
-		TunnelIdleTimeout:      time.Duration(l.TunnelIdleTimeout),
-		TunnelMaxLifetime:      time.Duration(l.TunnelMaxLifetime),
-		UpstreamConnectTimeout: time.Duration(l.UpstreamConnectTimeout),
-		UpstreamHeaderTimeout:  time.Duration(l.UpstreamHeaderTimeout),
-		MaxHeaderBytes:         int(l.MaxHeaderBytes),
-		MaxHeaderCount:         l.MaxHeaderCount,
-		MaxURLBytes:            int(l.MaxURLBytes),
-		MaxConnsPerClient:      l.MaxConnsPerClient,
-		MaxConnsPerTenant:      l.MaxConnsPerTenant,
-	}
-}
-
-// gatewayHTTP2 hands the http2: keys to the gateway; Validate bounded them.
-func gatewayHTTP2(h config.HTTP2) gateway.HTTP2 {
-	return gateway.HTTP2{
-		Disable:                   h.Disable,
-		MaxConcurrentStreams:      uint32(h.MaxConcurrentStreams),
-		MaxHeaderBytes:            int(h.MaxHeaderBytes),
-		MaxDecoderHeaderTableSize: uint32(h.MaxHeaderTableSize),
-		MaxReadFrameSize:          uint32(h.MaxReadFrameSize),
-		BodyTimeout:               time.Duration(h.BodyTimeout),
-		MaxResets:                 h.MaxResets,
-		ResetWindow:               time.Duration(h.ResetWindow),
-	}
 }
 
 func (s *Server) leaf(tenant, host string) (*tls.Certificate, error) {
@@ -270,7 +240,7 @@ func (s *Server) announce() {
 	s.sandbox.Announce(w, s.dnsMode())
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
-		envPath, lines, token, err := exportTenant(cfg, s.cas, t, out, hostport, "")
+		envPath, lines, token, err := trust.Export(cfg, s.cas, t, out, hostport, "")
 		if err != nil {
 			fmt.Fprintf(w, "tenant %s: export failed: %v\n", t, err)
 			continue
@@ -281,7 +251,7 @@ func (s *Server) announce() {
 			fmt.Fprintf(w, "  token:    %s (the tenant token, for the API: Authorization: Bearer %s:<token>)\n", p, t)
 		}
 		fmt.Fprintln(w, "  env lines:")
-		for _, l := range maskPhantoms(cfg, t, ca.MaskEnv(lines, token)) {
+		for _, l := range credentials.Mask(cfg, t, ca.MaskEnv(lines, token)) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}

@@ -2,53 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/ca/stepca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/internal/replica"
-	"github.com/sluice-egress/sluice/internal/runstore"
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
-
-// openDatabase opens the store that cfg names: SQLite in the data directory
-// (the default), or PostgreSQL by the DSN it references.
-func openDatabase(ctx context.Context, cfg *config.Config) (*store.Store, error) {
-	if cfg.Store.Driver != config.StorePostgres {
-		return store.Open(ctx, filepath.Join(cfg.DataDir, store.FileName))
-	}
-	dsn, err := cfg.StoreDSN()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	st, err := store.OpenPostgres(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	host, _ := os.Hostname()
-	st.Replica = fmt.Sprintf("%s-%d", host, os.Getpid())
-	return st, nil
-}
-
-// existingStore opens the configured store for a command that only reads
-// it; nil when the SQLite file does not exist (it never creates one).
-func existingStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
-	if cfg.Store.Driver != config.StorePostgres {
-		path := filepath.Join(cfg.DataPath(), store.FileName)
-		if _, err := os.Stat(path); err != nil {
-			return nil, nil
-		}
-		return store.Open(ctx, path)
-	}
-	return openDatabase(ctx, cfg)
-}
 
 // openReplication wires a replica to its peers, when the store has any
 // (store.driver: postgres): the gateway looks up unknown run tokens, reloads
@@ -92,42 +50,4 @@ func (s *Server) fileVersion() string {
 		return "embedded"
 	}
 	return s.watch.Version()
-}
-
-// stepCAIssuers builds the step-ca clients of the tenants whose root lives
-// there (tenants.<name>.step_ca). A root or key that cannot be read is a
-// start-up error.
-func stepCAIssuers(cfg *config.Config) (map[string]ca.Issuer, error) {
-	var out map[string]ca.Issuer
-	for name, t := range cfg.Tenants {
-		if t == nil || t.StepCA == nil {
-			continue
-		}
-		sc := t.StepCA
-		c := &stepca.Client{URL: sc.URL, Provisioner: sc.Provisioner, KeyID: sc.KeyID, TTL: sc.TTL()}
-		if err := c.LoadFiles(cfg.ResolvePath(sc.RootFile), cfg.ResolvePath(sc.ProvisionerKeyFile)); err != nil {
-			return nil, fmt.Errorf("tenants.%s.step_ca.%w", name, err)
-		}
-		if out == nil {
-			out = map[string]ca.Issuer{}
-		}
-		out[name] = c
-	}
-	return out, nil
-}
-
-// storedGrants reads the tenant's approved, unexpired access requests from the
-// configured store, when there is one: they are part of the effective policy. It
-// never creates a store.
-func storedGrants(cfg *config.Config, tenant string) ([]rules.Grant, error) {
-	ctx := context.Background()
-	st, err := existingStore(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("read grants: %w", err)
-	}
-	if st == nil {
-		return nil, nil
-	}
-	defer st.Close()
-	return runstore.Grants(ctx, st, tenant, time.Now())
 }

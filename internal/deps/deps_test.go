@@ -22,11 +22,11 @@ var layers = [][]string{
 	// What builds on the policy model and the scanner.
 	{"config", "derive", "phantom", "ca/stepca"},
 	// The hot path, and the service in the middle.
-	{"gateway", "runs", "internal/explain"},
+	{"gateway", "runs", "internal/explain", "internal/credentials"},
 	// The service's store adapter.
 	{"internal/runstore"},
 	// What serves or calls the service.
-	{"dashboard", "internal/apiclient", "internal/desk", "internal/replica", "internal/incidentsink",
+	{"dashboard", "internal/apiclient", "internal/desk", "internal/database", "internal/trust", "internal/gatewayconf", "internal/replica", "internal/incidentsink",
 		"internal/sandboxnet", "internal/ops"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
@@ -59,6 +59,10 @@ var forbidden = map[string][]string{
 	"internal/sandboxnet":   {"store", "dashboard", "config", "cmd/sluice"},
 	"internal/ops":          {"gateway", "dashboard", "config", "runs", "cmd/sluice"},
 	"internal/explain":      {"gateway", "store", "dashboard", "config", "cmd/sluice"},
+	"internal/credentials":  {"gateway", "store", "dashboard", "runs", "cmd/sluice"},
+	"internal/database":     {"gateway", "dashboard", "ca", "cmd/sluice"},
+	"internal/trust":        {"gateway", "store", "dashboard", "runs", "cmd/sluice"},
+	"internal/gatewayconf":  {"store", "dashboard", "runs", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},

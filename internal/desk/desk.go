@@ -1,6 +1,8 @@
-// Package desk adapts the runs service to the gateway's Desk and Observer:
-// the access requests sandboxes file or the gateway holds connections for,
-// and the observation log of what runs did.
+// Package desk adapts the review loop to the gateway and the operators: the
+// gateway's Desk and Observer on the runs service (the access requests
+// sandboxes file or the gateway holds connections for, the observation log
+// of what runs did), the webhook notice of a new request and the audit of
+// class mode changes.
 package desk
 
 import (

@@ -25,3 +25,18 @@ func TestPresets(t *testing.T) {
 		t.Errorf("presets output:\n%s", out)
 	}
 }
+
+func TestTrace(t *testing.T) {
+	var b strings.Builder
+	Trace(&b, nil)
+	if b.Len() != 0 {
+		t.Fatalf("empty trace printed %q", b.String())
+	}
+	Trace(&b, []rules.TraceLine{{Stage: "connect", List: "allow", Host: "api.example.test", Origin: "policy", Matched: true},
+		{Stage: "request", List: "allow", Host: "api.example.test", Origin: "policy", Why: "method-not-allowed"}, {Stage: "default", Why: "deny"}})
+	for _, want := range []string{"trace:\n", "api.example.test  (policy): matched", "(policy): method-not-allowed", "  default deny\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("trace lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package explain
 
 import (
 	"fmt"
@@ -7,8 +7,9 @@ import (
 	"github.com/sluice-egress/sluice/rules"
 )
 
-// printTrace prints what `policy check --trace` considered.
-func printTrace(w io.Writer, trace []rules.TraceLine) {
+// Trace writes what `policy check --trace` considered: each stage and entry,
+// and why it matched or not. Nothing when trace is empty.
+func Trace(w io.Writer, trace []rules.TraceLine) {
 	if len(trace) == 0 {
 		return
 	}

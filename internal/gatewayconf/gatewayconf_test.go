@@ -1,4 +1,4 @@
-package main
+package gatewayconf
 
 import (
 	"reflect"
@@ -15,7 +15,7 @@ func TestGatewayLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.HTTP2.Disable = true // false in the file, to show the key; set here to check it
-	for _, v := range []any{gatewayLimits(cfg.Limits), gatewayHTTP2(cfg.HTTP2)} {
+	for _, v := range []any{Limits(cfg.Limits), HTTP2(cfg.HTTP2)} {
 		rv := reflect.ValueOf(v)
 		for i := range rv.NumField() {
 			if rv.Field(i).IsZero() {
@@ -23,7 +23,7 @@ func TestGatewayLimits(t *testing.T) {
 			}
 		}
 	}
-	if got := gatewayLimits(cfg.Limits); got.MaxHeaderBytes != 32<<10 || got.MaxConnsPerTenant != 2048 {
-		t.Errorf("gatewayLimits = %+v", got)
+	if got := Limits(cfg.Limits); got.MaxHeaderBytes != 32<<10 || got.MaxConnsPerTenant != 2048 {
+		t.Errorf("Limits = %+v", got)
 	}
 }
