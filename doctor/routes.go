@@ -58,7 +58,8 @@ func parseBridgeGateways(r io.Reader) ([]netip.Addr, error) {
 		default:
 			continue
 		}
-		if seen[a] || a.IsLoopback() {
+		// 255.255.255.255 has no next address: a hostile or broken table.
+		if !a.IsValid() || seen[a] || a.IsLoopback() {
 			continue
 		}
 		seen[a] = true
