@@ -256,7 +256,7 @@ func (s *Server) announce() {
 		}
 	}
 	announceDashboard(w, cfg, s.AdminAddr())
-	for _, warn := range configPresetWarnings(cfg) {
+	for _, warn := range cfg.PresetWarnings() {
 		s.Logger.Warn(warn) // stderr, where serve's warnings go
 	}
 	if len(s.engine.Tenants()) == 1 && cfg.Path == "" {
