@@ -80,8 +80,8 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 	}
 	in := rules.PolicyInput{Tenant: pf.tenant, Class: pf.class, Derived: d.Policy()}
 	if pf.run != "" {
-		if in, err = runInput(cfg, pf.run, pf.tenant); err != nil {
-			return nil, nil, err
+		if in, err = database.RunInput(context.Background(), cfg, pf.run, pf.tenant); err != nil {
+			return nil, nil, fmt.Errorf("--run %w", err)
 		}
 	}
 	grants, err := database.Grants(context.Background(), cfg, in.Tenant)
