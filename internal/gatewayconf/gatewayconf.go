@@ -1,5 +1,5 @@
-// Package gatewayconf hands the config's scanning:, limits: and http2: keys to
-// the gateway, which does not know the config.
+// Package gatewayconf hands the config's scanning:, limits:, http2: and dns:
+// keys to the gateway and the sandboxes' resolver, which do not know the config.
 package gatewayconf
 
 import (
