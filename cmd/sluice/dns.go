@@ -37,14 +37,6 @@ func (s *Server) reloadSandbox(cfg *config.Config) {
 	}
 }
 
-// dnsMode is dns.mode as announced.
-func (s *Server) dnsMode() string {
-	if s.Config.DNS.Mode == "" {
-		return config.DNSModeExplicit
-	}
-	return s.Config.DNS.Mode
-}
-
 // DNSAddr is the bound resolver address ("" when off), useful with port 0.
 func (s *Server) DNSAddr() string {
 	if s.sandbox == nil {

@@ -220,7 +220,7 @@ func (s *Server) announce() {
 	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
-	s.sandbox.Announce(w, s.dnsMode())
+	s.sandbox.Announce(w, cfg.DNS.ModeOrDefault())
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := trust.Export(cfg, s.cas, t, out, hostport, "")
