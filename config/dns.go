@@ -38,6 +38,14 @@ type DNS struct {
 	Sources []DNSSource `yaml:"sources"`
 }
 
+// ModeOrDefault is Mode, DNSModeExplicit when empty.
+func (d DNS) ModeOrDefault() string {
+	if d.Mode == "" {
+		return DNSModeExplicit
+	}
+	return d.Mode
+}
+
 // DNSSource maps a network of sandboxes to a tenant and launch class.
 type DNSSource struct {
 	// CIDR is the network ("10.244.0.0/16") or one address.

@@ -75,3 +75,12 @@ func TestDNSSourcePrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestDNSModeOrDefault(t *testing.T) {
+	if got := (DNS{}).ModeOrDefault(); got != DNSModeExplicit {
+		t.Errorf("empty mode: %q", got)
+	}
+	if got := (DNS{Mode: DNSModeTransparent}).ModeOrDefault(); got != DNSModeTransparent {
+		t.Errorf("transparent: %q", got)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +118,35 @@ func TestCompileValidates(t *testing.T) {
 	c.Listen.Proxy = "not an address"
 	if _, err := c.Compile(); err == nil || !strings.Contains(err.Error(), "listen.proxy") {
 		t.Fatalf("Compile of a bad listen.proxy: %v", err)
+	}
+}
+
+// NewTokenFile writes a token Token reads, 0600, never over an existing file
+// unless told to, and refuses a tenant name that names a path.
+func TestNewTokenFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "acme.token")
+	if _, err := NewTokenFile("acme", path, false); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	b, _ := os.ReadFile(path)
+	cfg := &Config{Tenants: map[string]*Tenant{"acme": {TokenFile: path}}}
+	if tok, err := cfg.Token("acme"); err != nil || tok != strings.TrimSpace(string(b)) || len(tok) < 40 {
+		t.Fatalf("Token reads %d chars, %v", len(tok), err)
+	}
+	if _, err := NewTokenFile("acme", path, false); err == nil {
+		t.Fatal("overwrote an existing token file")
+	}
+	if _, err := NewTokenFile("acme", path, true); err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := os.ReadFile(path); string(b2) == string(b) {
+		t.Fatal("replace kept the old token")
+	}
+	if _, err := NewTokenFile("../x", "", false); !errors.Is(err, ErrTenantName) {
+		t.Fatalf("a tenant name with a path in it: %v", err)
 	}
 }

@@ -64,3 +64,33 @@ func TestCanaryEnvName(t *testing.T) {
 		}
 	}
 }
+
+type fakeCanaries struct{}
+
+func (fakeCanaries) Canary(string) (string, bool) { return "", false }
+func (fakeCanaries) Lengths() map[int]bool        { return nil }
+
+// A reload's scanner keeps the running one's key and canaries: a rebuilt
+// scanner with a fresh key would not recognise an issued canary.
+func TestHolderRebuild(t *testing.T) {
+	dir := t.TempDir()
+	sc, err := Build(Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Key, sc.Canaries = []byte("fake-fingerprint-key-0123456789ab"), fakeCanaries{}
+	next, err := NewHolder(sc).Rebuild(Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(next.Key) != string(sc.Key) || next.Canaries == nil || next == sc {
+		t.Errorf("Rebuild: key %q, canaries %v", next.Key, next.Canaries)
+	}
+	if _, err := NewHolder(sc).Rebuild(Options{DataDir: dir, RulePacks: []string{filepath.Join(dir, "none.toml")}}); err == nil {
+		t.Error("a bad rule pack is no error")
+	}
+	var none *Holder
+	if fresh, err := none.Rebuild(Options{DataDir: dir}); err != nil || string(fresh.Key) == string(sc.Key) {
+		t.Errorf("a nil Holder kept a key: %v", err)
+	}
+}

@@ -27,6 +27,21 @@ func (h *Holder) Scan(ctx context.Context, req *Request) (*Result, error) {
 // Current returns the scanner in use.
 func (h *Holder) Current() *Scanner { return h.cur.Load() }
 
+// Rebuild builds the scanner of o for a reload, keeping the current one's
+// fingerprint key, canaries and phantoms, so that fingerprints, issued canaries
+// and minted phantoms stay valid. A nil Holder keeps nothing. Nothing is swapped.
+func (h *Holder) Rebuild(o Options) (*Scanner, error) {
+	sc, err := Build(o)
+	if err != nil {
+		return nil, err
+	}
+	if h != nil {
+		cur := h.Current()
+		sc.Key, sc.Canaries, sc.Phantoms = cur.Key, cur.Canaries, cur.Phantoms
+	}
+	return sc, nil
+}
+
 // Swap installs sc.
 func (h *Holder) Swap(sc *Scanner) { h.cur.Store(sc) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/internal/database"
 	"github.com/sluice-egress/sluice/internal/incidentsink"
+	"github.com/sluice-egress/sluice/internal/operatorconf"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
@@ -73,7 +74,7 @@ func (s *Server) openAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listener: %w (change listen.admin or --admin)", err)
 	}
-	users, err := dashboardUsers(s.Config, os.Getenv)
+	users, err := operatorconf.DashboardUsers(s.Config, os.Getenv)
 	if err != nil {
 		ln.Close()
 		return err

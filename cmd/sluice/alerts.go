@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
 	"github.com/sluice-egress/sluice/alert"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/internal/operatorconf"
 )
 
 // withAlerts wraps the store's sink with the alert sink, when there is one.
@@ -27,7 +26,7 @@ func (s *Server) openAlerts() error {
 	if len(ac.Webhooks) == 0 {
 		return nil
 	}
-	hooks, err := webhooks(s.Config, os.Getenv)
+	hooks, err := operatorconf.Webhooks(s.Config, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -38,24 +37,6 @@ func (s *Server) openAlerts() error {
 		Logger:       s.Logger,
 	}
 	return nil
-}
-
-// webhooks resolves the configured webhooks' URLs. Errors name the reference, never
-// the URL.
-func webhooks(cfg *config.Config, getenv func(string) string) ([]alert.Webhook, error) {
-	var out []alert.Webhook
-	for i, w := range cfg.Alerts.Webhooks {
-		raw, err := cfg.WebhookURL(i, getenv)
-		if err != nil {
-			return nil, err
-		}
-		name := w.Name
-		if name == "" {
-			name = fmt.Sprintf("webhook-%d", i)
-		}
-		out = append(out, alert.Webhook{Name: name, URL: raw, Format: alert.Format(w.Format), MinAction: w.MinAction, PerMinute: w.PerMinute})
-	}
-	return out, nil
 }
 
 // closeAlerts delivers the queued alerts for a few seconds, then gives up.

@@ -28,7 +28,7 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 		if _, err := cfg.Compile(); err != nil {
 			return err
 		}
-		if err := checkUpstreamHosts(cfg, ownAddrs()); err != nil {
+		if err := cfg.CheckUpstreamHosts(); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/derive"
@@ -80,16 +79,11 @@ func (pf *policyFlags) resolve() (*rules.EffectivePolicy, *derive.Derivation, er
 	}
 	in := rules.PolicyInput{Tenant: pf.tenant, Class: pf.class, Derived: d.Policy()}
 	if pf.run != "" {
-		if in, err = runInput(cfg, pf.run, pf.tenant); err != nil {
-			return nil, nil, err
+		if in, err = database.RunInput(context.Background(), cfg, pf.run, pf.tenant); err != nil {
+			return nil, nil, fmt.Errorf("--run %w", err)
 		}
 	}
-	grants, err := database.Grants(context.Background(), cfg, in.Tenant)
-	if err != nil {
-		return nil, nil, err
-	}
-	in.Policy, in.Grants, in.Now = cfg.Policy(), grants, time.Now()
-	p, err := rules.ResolvePolicy(in)
+	p, err := database.ResolvePolicy(context.Background(), cfg, in)
 	return p, d, err
 }
 

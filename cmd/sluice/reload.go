@@ -41,7 +41,7 @@ func (s *Server) loadPolicy(path string) (*stagedReload, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.reloadScanner(cfg)
+	sc, err := s.scanner.Rebuild(cfg.ScannerOptions(false))
 	if err != nil {
 		return nil, err
 	}
@@ -58,21 +58,6 @@ type stagedReload struct {
 	deny    []netip.Prefix // upstream.deny
 	roots   *x509.CertPool
 	scanner *scanner.Scanner
-}
-
-// reloadScanner compiles the reloaded config's scanner. It keeps the running
-// scanner's fingerprint key, canaries and phantoms, so that fingerprints,
-// issued canaries and minted phantoms stay valid.
-func (s *Server) reloadScanner(cfg *config.Config) (*scanner.Scanner, error) {
-	sc, err := scanner.Build(cfg.ScannerOptions(false))
-	if err != nil {
-		return nil, err
-	}
-	if s.scanner != nil {
-		cur := s.scanner.Current()
-		sc.Key, sc.Canaries, sc.Phantoms = cur.Key, cur.Canaries, cur.Phantoms
-	}
-	return sc, nil
 }
 
 // applyReload installs what loadPolicy built: the policy, then upstream.hosts and

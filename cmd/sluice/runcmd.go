@@ -35,7 +35,7 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	repo := fs.String("repo", "", "repository directory whose manifests derive the run's presets")
 	remote := fs.String("remote", "", "the repository's git remote URL")
 	out := fs.String("out", "", "directory to write ca.pem, bundle.pem and run.env (0600) into")
-	containerDir := fs.String("container-dir", "", "where the container mounts --out (default "+runTrustDir+"): the env lines name the files there")
+	containerDir := fs.String("container-dir", "", "where the container mounts --out (default "+apiclient.TrustDir+"): the env lines name the files there")
 	asJSON := fs.Bool("json", false, "print the API's whole answer as JSON (it holds the run token)")
 	sandboxAddr := fs.String("sandbox-addr", "", "the sandbox's IP address, for the resolver and the transparent listeners")
 	sandboxNet := fs.String("sandbox-network", "", "the sandbox's network, instead of --sandbox-addr")
@@ -59,13 +59,15 @@ func runCreate(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	rc.Env = inContainerDir(rc.Env, *containerDir)
+	rc.InContainerDir(*containerDir)
 	if *out != "" {
-		if err := writeRunFiles(*out, rc.CAPEM, rc.Env); err != nil {
-			return err
+		if err := rc.WriteFiles(*out); err != nil {
+			return fmt.Errorf("--out: %w", err)
 		}
 	}
-	warnPresets(stderr, rc.Presets)
+	for _, w := range rc.PresetWarnings() {
+		fmt.Fprintln(stderr, "warning: "+w)
+	}
 	fmt.Fprintf(stderr, "run %s (%s/%s) until %s\n", rc.ID, rc.Tenant, rc.Class, rc.Expires.Format(time.RFC3339))
 	if *asJSON {
 		_, err := stdout.Write(append(raw, '\n'))

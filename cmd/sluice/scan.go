@@ -14,29 +14,6 @@ import (
 	"github.com/sluice-egress/sluice/scanner"
 )
 
-// linkPolicy is what the gateway asks of a link in a request: may this
-// tenant's class reach the host? With no --tenant, the config's only
-// tenant; with several, links are not checked and stderr says so.
-func linkPolicy(cfg *config.Config, tenant, class string, stderr io.Writer) (func(string) bool, error) {
-	if tenant == "" {
-		if len(cfg.Tenants) != 1 {
-			fmt.Fprintln(stderr, "sluice scan: links to other hosts not checked: pass --tenant (the config has several tenants)")
-			return nil, nil
-		}
-		for t := range cfg.Tenants {
-			tenant = t
-		}
-	}
-	p, err := rules.ResolvePolicy(rules.PolicyInput{Policy: cfg.Policy(), Tenant: tenant, Class: class, Now: time.Now()})
-	if err != nil {
-		return nil, err
-	}
-	return func(h string) bool {
-		n, err := rules.NormalizeHost(h)
-		return err == nil && p.Decide(rules.Query{Host: n, Port: 443, Stage: rules.StageConnect}).Action != rules.Deny
-	}, nil
-}
-
 // errFound makes `sluice scan` exit 1 when something was found.
 var errFound = errors.New("findings")
 
@@ -81,8 +58,10 @@ func runScan(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// A file is not a request: give each the time a large file needs.
 	sc.Timeout = 5 * time.Minute
 	report := func(name string, f scanner.Finding) { explain.Finding(stdout, name, f, *asJSON) }
-	allowed, err := linkPolicy(cfg, *tenant, *class, stderr)
-	if err != nil {
+	allowed, err := cfg.LinkAllowed(*tenant, *class)
+	if errors.Is(err, config.ErrWhichTenant) {
+		fmt.Fprintln(stderr, "sluice scan: links to other hosts not checked: pass --tenant (the config has several tenants)")
+	} else if err != nil {
 		return err
 	}
 	found, err := scanner.FileScan{MaxBytes: *maxBytes, Stdin: stdin, Found: report, Allowed: allowed,

@@ -106,26 +106,9 @@ func (s *Server) Open() error {
 	s.policy = rules.NewHolder(engine)
 	s.dialer = guard.NewHolder(&guard.Dialer{Hosts: engine.UpstreamHosts(), ExtraDeny: cfg.Upstream.DenyRanges(), Logger: s.Logger})
 	s.roots = roots
-	s.gw = &gateway.Gateway{
-		Policy:  s.policy,
-		Leaf:    s.leaf,
-		Dialer:  s.countBytes(s.dialer),
-		RootCAs: roots,
-		Events:  s.withAlerts(s.events),
-		OnScan:  s.metrics.ObserveScan,
-		// Bodies are held in memory while scanned: bound them all together.
-		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
-		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
-		// A body declared over the limit is refused at once unless the
-		// policy forwards oversize bodies.
-		ForwardOversize: cfg.Scanning.OnOversize == config.OnOversizeForward,
-		// A WebSocket message is scanned whole, as a body is.
-		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
-		IdleTimeout:         time.Duration(cfg.Limits.KeepaliveIdleTimeout),
-		Limits:              gatewayconf.Limits(cfg.Limits),
-		HTTP2:               gatewayconf.HTTP2(cfg.HTTP2),
-		Logger:              s.Logger,
-	}
+	s.gw = gatewayconf.Gateway(cfg)
+	s.gw.Policy, s.gw.Leaf, s.gw.Dialer, s.gw.RootCAs = s.policy, s.leaf, s.countBytes(s.dialer), roots
+	s.gw.Events, s.gw.OnScan, s.gw.Logger = s.withAlerts(s.events), s.metrics.ObserveScan, s.Logger
 	// The scanner's rules are compiled here (and again by each reload,
 	// before anything is swapped): a bad rule pack is a start-up error, and
 	// no request is forwarded unscanned. The fingerprint key is created.
@@ -237,7 +220,7 @@ func (s *Server) announce() {
 	defer func() { io.WriteString(s.Stdout, w.String()) }()
 	fmt.Fprintf(w, "sluice %s: proxy on http://%s\n", versionString(), hostport)
 	fmt.Fprintf(w, "admin on http://%s (/healthz, /readyz, /metrics)\n", s.AdminAddr())
-	s.sandbox.Announce(w, s.dnsMode())
+	s.sandbox.Announce(w, cfg.DNS.ModeOrDefault())
 	for _, t := range s.engine.Tenants() {
 		out := filepath.Join(cfg.DataDir, "export", t)
 		envPath, lines, token, err := trust.Export(cfg, s.cas, t, out, hostport, "")
@@ -256,7 +239,7 @@ func (s *Server) announce() {
 		}
 	}
 	announceDashboard(w, cfg, s.AdminAddr())
-	for _, warn := range configPresetWarnings(cfg) {
+	for _, warn := range cfg.PresetWarnings() {
 		s.Logger.Warn(warn) // stderr, where serve's warnings go
 	}
 	if len(s.engine.Tenants()) == 1 && cfg.Path == "" {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/dashboard"
 )
 
@@ -36,24 +35,4 @@ func runUserHash(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout, h)
 	return nil
-}
-
-// dashboardUsers loads the config's dashboard users with their password
-// hashes (from files or the environment). A missing or malformed hash is a
-// start-up error; errors never include the hash.
-func dashboardUsers(cfg *config.Config, getenv func(string) string) ([]dashboard.User, error) {
-	var out []dashboard.User
-	for i := range cfg.Dashboard.Users {
-		u := &cfg.Dashboard.Users[i]
-		h, err := cfg.DashboardHash(u, getenv)
-		if err != nil {
-			return nil, err
-		}
-		if err := dashboard.CheckHash(h); err != nil {
-			return nil, fmt.Errorf("dashboard user %s: the password hash is neither bcrypt nor argon2id "+
-				"(make one with `sluice user hash`)", u.Name)
-		}
-		out = append(out, dashboard.User{Name: u.Name, Role: dashboard.Role(u.Role), Tenant: u.Tenant, Hash: h})
-	}
-	return out, nil
 }

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/sluice-egress/sluice/ca"
 	"github.com/sluice-egress/sluice/internal/fileutil"
 )
 
@@ -55,16 +57,71 @@ func (c *Client) CreateRun(ctx context.Context, req any) (RunCreated, json.RawMe
 	return rc, raw, nil
 }
 
-// WriteFiles writes the run's ca.pem and run.env (mode 0600: it holds the run
-// token) into dir, creating it (0700) if need be.
+// TrustDir is where a run's env lines expect the trust files: the directory
+// the platform mounts the written files at.
+const TrustDir = "/etc/sluice"
+
+// InContainerDir rewrites the env lines that name files under TrustDir to
+// name them under dir instead ("" leaves them).
+func (rc *RunCreated) InContainerDir(dir string) {
+	if dir == "" || dir == TrustDir {
+		return
+	}
+	out := make([]string, len(rc.Env))
+	for i, l := range rc.Env {
+		k, v, ok := strings.Cut(l, "=")
+		if ok && strings.HasPrefix(v, TrustDir+"/") {
+			l = k + "=" + path.Join(dir, strings.TrimPrefix(v, TrustDir+"/"))
+		}
+		out[i] = l
+	}
+	rc.Env = out
+}
+
+// WriteFiles writes into dir, creating it (0700) if need be, every file the
+// env lines name: ca.pem, bundle.pem (the system roots and the run's CA; the CA
+// alone without a root store, as ca export does), and run.env (0600: it holds
+// the run token).
 func (rc RunCreated) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if err := fileutil.WriteFile(filepath.Join(dir, "ca.pem"), []byte(rc.CAPEM), 0o644); err != nil {
-		return err
+	roots, err := ca.SystemRootsPEM()
+	if err != nil {
+		roots = nil
 	}
-	return fileutil.WriteFile(filepath.Join(dir, "run.env"), []byte(strings.Join(rc.Env, "\n")+"\n"), 0o600)
+	bundle := append([]byte(nil), roots...)
+	if len(bundle) > 0 && bundle[len(bundle)-1] != '\n' {
+		bundle = append(bundle, '\n')
+	}
+	bundle = append(bundle, rc.CAPEM...)
+	for _, f := range []struct {
+		name string
+		b    []byte
+		mode os.FileMode
+	}{
+		{ca.ExportCAFile, []byte(rc.CAPEM), 0o644},
+		{ca.ExportBundleFile, bundle, 0o644},
+		{"run.env", []byte(strings.Join(rc.Env, "\n") + "\n"), 0o600},
+	} {
+		if err := fileutil.WriteFile(filepath.Join(dir, f.name), f.b, f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PresetWarnings says, one line each, which presets gave the run nothing and
+// why (an unset presets.hosts slot, most often): the run would fail later on a
+// host its repository needs.
+func (rc RunCreated) PresetWarnings() []string {
+	var out []string
+	for _, p := range rc.Presets {
+		if p.Entries == 0 && p.Note != "" {
+			out = append(out, fmt.Sprintf("preset %s@%d (%s) contributes nothing: %s", p.Preset.Name, p.Preset.Version, p.Origin.Kind, p.Note))
+		}
+	}
+	return out
 }
 
 // EndRun ends the run id.

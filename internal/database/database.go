@@ -63,3 +63,14 @@ func Grants(ctx context.Context, cfg *config.Config, tenant string) ([]rules.Gra
 	defer st.Close()
 	return runstore.Grants(ctx, st, tenant, time.Now())
 }
+
+// ResolvePolicy is the effective policy of in under the config's policy and
+// the tenant's stored grants (Grants), now: what the gateway would enforce.
+func ResolvePolicy(ctx context.Context, cfg *config.Config, in rules.PolicyInput) (*rules.EffectivePolicy, error) {
+	grants, err := Grants(ctx, cfg, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	in.Policy, in.Grants, in.Now = cfg.Policy(), grants, time.Now()
+	return rules.ResolvePolicy(in)
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/store"
 )
 
@@ -52,5 +53,22 @@ func TestPostgresDSNMissing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.DataPath(), store.FileName)); err == nil {
 		t.Fatal("fell back to SQLite")
+	}
+}
+
+// Without a store a policy question is answered from the config alone, and
+// no store file is created to answer it.
+func TestResolvePolicyWithoutStore(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	p, err := ResolvePolicy(context.Background(), cfg, rules.PolicyInput{Tenant: "default", Class: rules.DefaultClass})
+	if err != nil || p == nil {
+		t.Fatalf("ResolvePolicy: %v %v", p, err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataPath(), store.FileName)); err == nil {
+		t.Error("answering a policy question created the store")
+	}
+	if _, err := ResolvePolicy(context.Background(), cfg, rules.PolicyInput{Tenant: "nobody.test"}); err == nil {
+		t.Error("an unknown tenant resolved")
 	}
 }

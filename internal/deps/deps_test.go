@@ -28,6 +28,8 @@ var layers = [][]string{
 	// What serves or calls the service.
 	{"dashboard", "internal/apiclient", "internal/desk", "internal/database", "internal/trust", "internal/gatewayconf", "internal/replica", "internal/incidentsink",
 		"internal/sandboxnet", "internal/ops"},
+	// What hands the config to the dashboard and the alert sink.
+	{"internal/operatorconf"},
 	// Wiring.
 	{"cmd/sluice", "internal/benchharness/bench"},
 	{"internal/benchharness"},
@@ -63,6 +65,7 @@ var forbidden = map[string][]string{
 	"internal/database":     {"gateway", "dashboard", "ca", "cmd/sluice"},
 	"internal/trust":        {"gateway", "store", "dashboard", "runs", "cmd/sluice"},
 	"internal/gatewayconf":  {"store", "dashboard", "runs", "cmd/sluice"},
+	"internal/operatorconf": {"gateway", "cmd/sluice"},
 	// The sandboxes' resolver declares what it needs; cmd plugs rules, scanner and the
 	// store in.
 	"sandboxdns": {"rules", "gateway", "scanner", "store", "dashboard", "ca", "phantom", "alert", "cmd/sluice", "config", "runs"},

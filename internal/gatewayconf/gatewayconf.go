@@ -1,5 +1,5 @@
-// Package gatewayconf hands the config's limits: and http2: keys to the
-// gateway, which does not know the config.
+// Package gatewayconf hands the config's scanning:, limits:, http2: and dns:
+// keys to the gateway and the sandboxes' resolver, which do not know the config.
 package gatewayconf
 
 import (
@@ -8,6 +8,24 @@ import (
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 )
+
+// Gateway is a gateway with the config's scanning:, limits: and http2: keys
+// set; the caller wires the rest (policy, dialer, scanner, events).
+func Gateway(cfg *config.Config) *gateway.Gateway {
+	return &gateway.Gateway{
+		// Bodies are held in memory while scanned: bound them all together.
+		ScanMemory:    int64(cfg.Scanning.MaxInflightBytes),
+		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
+		// A body declared over the limit is refused at once unless the
+		// policy forwards oversize bodies.
+		ForwardOversize: cfg.Scanning.OnOversize == config.OnOversizeForward,
+		// A WebSocket message is scanned whole, as a body is.
+		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
+		IdleTimeout:         time.Duration(cfg.Limits.KeepaliveIdleTimeout),
+		Limits:              Limits(cfg.Limits),
+		HTTP2:               HTTP2(cfg.HTTP2),
+	}
+}
 
 // Limits hands the limits: keys to the gateway (keepalive_idle_timeout is
 // Gateway.IdleTimeout); zero stays the gateway's default.

@@ -27,3 +27,25 @@ func TestGatewayLimits(t *testing.T) {
 		t.Errorf("Limits = %+v", got)
 	}
 }
+
+// Gateway carries the scanning:, limits: and http2: keys: the body and
+// WebSocket bounds, the oversize choice and the keepalive idle timeout.
+func TestGateway(t *testing.T) {
+	cfg, err := config.Load("../../config/testdata/good/limits.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Scanning.MaxInflightBytes, cfg.Scanning.MaxBodyBytes = 3<<20, 1<<20
+	cfg.Scanning.OnOversize = config.OnOversizeForward
+	g := Gateway(cfg)
+	if g.ScanMemory != 3<<20 || g.ScanBodyLimit != 1<<20 || g.MaxWebSocketMessage != 1<<20 || !g.ForwardOversize {
+		t.Errorf("scanning: %d %d %d %v", g.ScanMemory, g.ScanBodyLimit, g.MaxWebSocketMessage, g.ForwardOversize)
+	}
+	if g.IdleTimeout == 0 || g.Limits != Limits(cfg.Limits) || g.HTTP2 != HTTP2(cfg.HTTP2) {
+		t.Errorf("limits/http2 not carried: %+v", g)
+	}
+	cfg.Scanning.OnOversize = ""
+	if Gateway(cfg).ForwardOversize {
+		t.Error("oversize bodies forwarded without on_oversize: forward")
+	}
+}

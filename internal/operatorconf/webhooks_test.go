@@ -1,4 +1,4 @@
-package main
+package operatorconf
 
 import (
 	"os"
@@ -18,7 +18,7 @@ func TestWebhooksConfig(t *testing.T) {
 	cfg := &config.Config{Path: filepath.Join(dir, "sluice.yaml")}
 	cfg.Alerts.Webhooks = []config.Webhook{{URLFile: "hook.url", Format: "slack"}, {Name: "sec", URLEnv: "HOOK"}}
 	env := map[string]string{"HOOK": "https://hooks.example.test/json"}
-	hooks, err := webhooks(cfg, func(k string) string { return env[k] })
+	hooks, err := Webhooks(cfg, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,12 +27,12 @@ func TestWebhooksConfig(t *testing.T) {
 	}
 	// Errors name the reference, never the URL.
 	env["HOOK"] = "ftp://T0KEN-SECRET@hooks.example.test/"
-	_, err = webhooks(cfg, func(k string) string { return env[k] })
+	_, err = Webhooks(cfg, func(k string) string { return env[k] })
 	if err == nil || strings.Contains(err.Error(), "T0KEN") || !strings.Contains(err.Error(), "alerts.webhooks[1]") {
 		t.Fatalf("err = %v", err)
 	}
 	env["HOOK"] = ""
-	if _, err := webhooks(cfg, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HOOK") {
+	if _, err := Webhooks(cfg, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "HOOK") {
 		t.Fatalf("empty env: err = %v", err)
 	}
 }

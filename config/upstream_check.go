@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -7,16 +7,20 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway/guard"
 )
+
+// CheckUpstreamHosts is what config check adds to Validate: it refuses, against
+// this machine's own addresses, what checkUpstreamHosts refuses. (Load does not
+// do it: a config is loaded on other machines too.)
+func (c *Config) CheckUpstreamHosts() error { return checkUpstreamHosts(c, ownAddrs()) }
 
 // checkUpstreamHosts refuses what the gateway's dialer would refuse on
 // every request: an upstream.hosts mapping to loopback, the unspecified
 // or a cloud metadata address, or one of this machine's own addresses,
 // with the reason the runtime gives. (A private range is left alone: an
 // entry's allow_addresses may open it.)
-func checkUpstreamHosts(cfg *config.Config, own []netip.Addr) error {
+func checkUpstreamHosts(cfg *Config, own []netip.Addr) error {
 	var errs []error
 	for _, h := range slices.Sorted(maps.Keys(cfg.Upstream.Hosts)) {
 		a, err := netip.ParseAddr(cfg.Upstream.Hosts[h])
