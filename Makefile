@@ -7,7 +7,7 @@ PKGS      ?= ./...
 LDFLAGS   ?= -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BIN       ?= bin/sluice
 
-.PHONY: run build test test-short soak bench aeb check fmt vet
+.PHONY: run build test test-short soak fuzz bench aeb check fmt vet
 
 run: ## run the gateway on its embedded default (deny-all, tenant "default")
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/sluice serve
@@ -26,6 +26,14 @@ test-short:
 SOAK      ?= 10m
 soak: ## the gateway under mixed load on loopback for $(SOAK) (make test runs it for 60s); resources must come back
 	SLUICE_SOAK=$(SOAK) $(GO) test -count=1 -run '^TestSoak$$' -timeout 60m -v ./gateway/
+
+FUZZTIME ?= 2s
+fuzz: ## every fuzz target for FUZZTIME each (CI runs it), starting from its committed corpus
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/'); do \
+	    echo "fuzz $$dir $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$dir; \
+	  done; \
+	done
 
 bench: ## through the gateway vs. direct, and the scanner vs. the gitleaks CLI, printed as ratios
 	$(GO) run ./internal/benchharness
