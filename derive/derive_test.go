@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -136,7 +137,7 @@ func checkInvariants(tb testing.TB, fsys fstest.MapFS, d *Derivation) {
 		if n, err := rules.NormalizeHost(s.Host); err != nil || n != s.Host || s.Port < 1 || s.Port > 65535 {
 			tb.Fatalf("bad suggestion %+v", s)
 		}
-		if i := strings.Index(s.URL, "@"); i >= 0 && i < strings.Index(s.URL+"/", s.Host) {
+		if u, err := url.Parse(s.URL); err == nil && u.User != nil {
 			tb.Fatalf("suggestion URL keeps user info: %q", s.URL)
 		}
 		if strings.Contains(s.URL, "?") || s.URL == "" {

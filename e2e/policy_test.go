@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -154,8 +155,10 @@ func TestPolicyPresetsAndReload(t *testing.T) {
 		if strings.Contains(string(out), "do-not-put-secrets-here") || strings.Contains(string(out), e.token) {
 			t.Fatalf("explain prints a secret:\n%s", out)
 		}
+		// A refusal exits 1, so that a script can test the answer.
 		out, err = exec.Command(sluiceBin, "policy", "check", "--config", e.cfg, "--tenant", "acme", "https://npm.corp.test/@corp/x").CombinedOutput()
-		if err != nil || !strings.HasPrefix(string(out), "deny GET https://npm.corp.test:443/@corp/x: host-not-allowed") {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasPrefix(string(out), "deny GET https://npm.corp.test:443/@corp/x: host-not-allowed") {
 			t.Fatalf("check: %v %s", err, out)
 		}
 		out, err = exec.Command(sluiceBin, "policy", "check", "--config", e.cfg, "--tenant", "acme", "--json",

@@ -61,7 +61,17 @@ func FakeSecret(kind string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("scanner: no fake of kind %q (known: %s)", kind, strings.Join(FakeKinds(), ", "))
 	}
-	return f(), nil
+	// A random value now and then repeats enough to fall under a rule's
+	// entropy floor (3 for most), and no tool would call it a secret: a fake
+	// is drawn again until it looks like what it imitates.
+	v := f()
+	for range 16 {
+		if shannonEntropy(v) > 3.5 {
+			break
+		}
+		v = f()
+	}
+	return v, nil
 }
 
 var fakeRE = regexp.MustCompile(`\$\{fake:([a-z0-9-]+)(?::([a-z0-9]+))?(?:\|(base64|base64url|hex|percent))?\}`)
