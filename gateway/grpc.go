@@ -221,32 +221,15 @@ func (b *grpcBody) scan(where string, data []byte) error {
 		g.logger().Warn("grpc message scan failed", logTenant, id.Tenant, logHost, b.host, logErr, err)
 		return b.refuseFrame(ReasonScanFailed)
 	}
-	blocked := res.Verdict == scanner.Block || res.Verdict == scanner.Redact
-	reason, inc := res.Reason, ""
-	for _, f := range res.Findings {
-		if f.Action == scanner.Redact {
-			f.Action = scanner.Block
-		}
-		if reason == "" && f.Action == scanner.Block {
-			reason = scanner.KindReason(f.Kind)
-		}
-		if f.Where != "" && f.Where != "body" {
-			f.Where = where + "/" + f.Where
-		} else {
-			f.Where = where
-		}
-		id, _ := g.recordFinding(ctx, r, b.id, b.host, b.port, incident.RedactPath(r.URL.Path), f)
-		if inc == "" && f.Action == scanner.Block {
-			inc = id
-		}
+	v := g.messageVerdict(ctx, r, id, b.host, b.port, where, res)
+	if !v.blocked && v.recErr != nil {
+		// An alert nobody can see is no alert: the message does not go on.
+		return b.setBlocked(ReasonIncidentStoreUnavailable, "") // the store just failed: nothing more to record
 	}
-	if !blocked {
+	if !v.blocked {
 		return nil
 	}
-	if reason == "" {
-		reason = scanner.ReasonSecret
-	}
-	return b.setBlocked(reason, inc)
+	return b.setBlocked(v.reason, v.incident)
 }
 
 func (b *grpcBody) oversize(where string) error {

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -367,5 +368,50 @@ func BenchmarkGRPCUnary(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestGRPCUnrecordableAlertStops: a gRPC message whose finding only alerts
+// still does not go on when the store cannot record the alert (an alert
+// nobody can see is no alert), as on HTTP and WebSocket.
+func TestGRPCUnrecordableAlertStops(t *testing.T) {
+	w := newGRPCWorld(t)
+	w.gw.Events = &stalledSink{}
+	w.gw.Scanner = failingScanner{ScanFn: func(_ context.Context, req *scanner.Request) (*scanner.Result, error) {
+		if req.Body == nil {
+			return &scanner.Result{Verdict: scanner.Pass, Path: req.URL.Path}, nil
+		}
+		b, _ := io.ReadAll(req.Body)
+		if !bytes.Contains(b, []byte("alert-me")) {
+			return &scanner.Result{Verdict: scanner.Pass}, nil
+		}
+		f := scanner.Finding{Kind: "secret", Rule: "test-rule", Where: "body", Snippet: "x…", Action: scanner.Alert}
+		return &scanner.Result{Findings: []scanner.Finding{f}, Verdict: scanner.Alert}, nil
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := w.client().NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
+		"/sluice.test.Echo/Chat", grpc.ForceCodec(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := []byte("hello")
+	if err := stream.SendMsg(&hello); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	if err := stream.RecvMsg(&got); err != nil || string(got) != "hello" {
+		t.Fatalf("echo of the first message: %q %v", got, err)
+	}
+	alert := []byte("alert-me")
+	stream.SendMsg(&alert)
+	if err := stream.RecvMsg(&got); err == nil {
+		t.Fatalf("the unrecorded alert's message was echoed: %q", got)
+	}
+	time.Sleep(100 * time.Millisecond)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.received) != 1 {
+		t.Fatalf("server received %q, want only the first message", w.received)
 	}
 }

@@ -175,39 +175,16 @@ func (s *wsSession) check(where string, data []byte) ([][]byte, error) {
 		s.record(ReasonScanFailed)
 		return s.close(wsCloseInternalError, ReasonScanFailed)
 	}
-	// Redaction would rewrite a message the client framed and may have
-	// signed or counted: on a WebSocket, redact blocks.
-	blocked := res.Verdict == scanner.Block || res.Verdict == scanner.Redact
-	reason := res.Reason
-	var recErr error
-	for _, f := range res.Findings {
-		if f.Action == scanner.Redact {
-			f.Action = scanner.Block
-		}
-		if reason == "" && f.Action == scanner.Block {
-			reason = scanner.KindReason(f.Kind)
-		}
-		if f.Where != "" && f.Where != "body" {
-			f.Where = where + "/" + f.Where
-		} else {
-			f.Where = where
-		}
-		if _, err := g.recordFinding(ctx, r, id, s.host, s.port, incident.RedactPath(r.URL.Path), f); err != nil {
-			recErr = err
-		}
-	}
-	if !blocked && recErr != nil {
+	v := g.messageVerdict(ctx, r, id, s.host, s.port, where, res)
+	if !v.blocked && v.recErr != nil {
 		// An alert that could not be recorded: the message does not go on
 		// unrecorded.
 		return s.close(wsCloseInternalError, ReasonIncidentStoreUnavailable)
 	}
-	if !blocked {
+	if !v.blocked {
 		return nil, nil
 	}
-	if reason == "" {
-		reason = scanner.ReasonSecret
-	}
-	return s.close(wsClosePolicy, reason)
+	return s.close(wsClosePolicy, v.reason)
 }
 
 // linkAllowed says whether a link to host leads inside: a host the client
@@ -237,4 +214,44 @@ func (g *Gateway) scanMessage(ctx context.Context, id rules.Identity, host strin
 		g.OnScan(time.Since(start))
 	}
 	return res, err
+}
+
+// verdict is what the findings of one stream message come to.
+type verdict struct {
+	blocked  bool
+	reason   string // for a blocked message
+	incident string // the first blocking finding's incident, or ""
+	recErr   error  // a finding that could not be recorded
+}
+
+// messageVerdict records the findings of one message of a stream (where:
+// its place, e.g. "websocket:message[3]") and says what they come to.
+// Redaction would rewrite a message the client framed and may have signed
+// or counted: on a stream, redact blocks.
+func (g *Gateway) messageVerdict(ctx context.Context, r *http.Request, id rules.Identity, host string, port int, where string, res *scanner.Result) verdict {
+	v := verdict{blocked: res.Verdict == scanner.Block || res.Verdict == scanner.Redact, reason: res.Reason}
+	for _, f := range res.Findings {
+		if f.Action == scanner.Redact {
+			f.Action = scanner.Block
+		}
+		if v.reason == "" && f.Action == scanner.Block {
+			v.reason = scanner.KindReason(f.Kind)
+		}
+		if f.Where != "" && f.Where != "body" {
+			f.Where = where + "/" + f.Where
+		} else {
+			f.Where = where
+		}
+		inc, err := g.recordFinding(ctx, r, id, host, port, incident.RedactPath(r.URL.Path), f)
+		if v.incident == "" && f.Action == scanner.Block {
+			v.incident = inc
+		}
+		if err != nil {
+			v.recErr = err
+		}
+	}
+	if v.blocked && v.reason == "" {
+		v.reason = scanner.ReasonSecret
+	}
+	return v
 }
