@@ -26,6 +26,10 @@ const (
 	DefaultTokenFile        = "default.token"
 
 	OnOversizeBlock   = "block"
+	// OnOversizeForwardTail scans the first max_body_bytes of a larger body
+	// and forwards the rest unchecked, with an incident saying so.
+	OnOversizeForwardTail = "forward-unscanned-tail"
+	// OnOversizeForward is the older name of OnOversizeForwardTail.
 	OnOversizeForward = "forward"
 )
 

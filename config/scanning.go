@@ -16,7 +16,7 @@ type Scanning struct {
 	// MaxBodyBytes is the largest body scanned; default DefaultMaxBodyBytes.
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
 	// OnOversize is what happens to a larger body: OnOversizeBlock (default) or
-	// OnOversizeForward.
+	// OnOversizeForwardTail (OnOversizeForward, its older name): see ForwardsOversize.
 	OnOversize string `yaml:"on_oversize"`
 	// MaxInflightBytes bounds the request bytes held for scanning at once,
 	// across all requests; a request that finds no room within a few seconds
@@ -53,7 +53,7 @@ func (s *Scanning) Policy() scanner.Policy {
 		Bindings:          s.Bindings,
 		NoDefaultBindings: s.NoDefaultBindings,
 		Tenants:           s.Tenants,
-		ForwardOversize:   s.OnOversize == OnOversizeForward,
+		ForwardOversize:   s.ForwardsOversize(),
 	}
 }
 
@@ -141,4 +141,11 @@ func (v *validator) scanBindings(key string, bs []scanner.Binding) {
 			}
 		}
 	}
+}
+
+// ForwardsOversize reports whether a body over max_body_bytes has its first
+// max_body_bytes scanned and the rest forwarded unchecked (with an incident),
+// rather than refused.
+func (s *Scanning) ForwardsOversize() bool {
+	return s.OnOversize == OnOversizeForwardTail || s.OnOversize == OnOversizeForward
 }

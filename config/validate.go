@@ -68,9 +68,9 @@ func (v *validator) config() {
 		v.fail("scanning.max_body_bytes", "must be positive, such as 10MiB")
 	}
 	switch c.Scanning.OnOversize {
-	case OnOversizeBlock, OnOversizeForward:
+	case OnOversizeBlock, OnOversizeForward, OnOversizeForwardTail:
 	default:
-		v.fail("scanning.on_oversize", "got %q, want %q or %q", c.Scanning.OnOversize, OnOversizeBlock, OnOversizeForward)
+		v.fail("scanning.on_oversize", "got %q, want %q or %q", c.Scanning.OnOversize, OnOversizeBlock, OnOversizeForwardTail)
 	}
 	v.scanning()
 	if c.CA.PassphraseFile != "" && c.CA.PassphraseEnv != "" {

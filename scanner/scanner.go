@@ -221,8 +221,12 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 		raw = buf
 		res.Body, res.BodyLen = bytes.NewReader(raw), int64(len(raw))
 		if int64(len(raw)) > max {
+			// What was read is scanned as it came (a compressed body is not
+			// decoded in part): only the tail beyond it goes on unchecked, when
+			// the policy forwards oversize bodies at all.
 			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body",
-				Snippet: fmt.Sprintf("body larger than %d bytes", max)})
+				Snippet: fmt.Sprintf("body larger than %d bytes: the first %d were scanned, the rest is unchecked", max, max)})
+			segs = append(segs, bodySegments(raw[:max], req.Header.Get("Content-Type"), nil)...)
 			res.Body, res.BodyLen = io.MultiReader(bytes.NewReader(raw), req.Body), -1
 			raw = nil
 		} else {

@@ -596,3 +596,29 @@ func TestKindReason(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizeHeadIsScanned: with oversize bodies forwarded, the part that was
+// read is still scanned: a secret in it blocks; only the tail goes unchecked.
+func TestOversizeHeadIsScanned(t *testing.T) {
+	s := testScanner(t)
+	s.MaxBodyBytes = 4 << 10
+	s.Policy.ForwardOversize = true
+	pat := MustFake(t, "github-pat")
+	body := "note=" + pat + "&pad=" + strings.Repeat("a", 8<<10)
+	res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+		Body: strings.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Block {
+		t.Fatalf("verdict %v, want block for a secret in the scanned head:%s", res.Verdict, dump(res.Findings))
+	}
+	// A clean oversize body still goes on, with its alert.
+	res, err = s.Scan(context.Background(), &Request{Body: strings.NewReader(strings.Repeat("a", 8<<10))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Alert {
+		t.Fatalf("clean oversize body: %v, want alert", res.Verdict)
+	}
+}

@@ -82,7 +82,7 @@ func (s *Server) applyReload(st *stagedReload) []any {
 	}
 	if s.gw != nil {
 		s.gw.SetMaxWebSocketMessage(int64(st.cfg.Scanning.MaxBodyBytes))
-		s.gw.SetScanBodyLimit(int64(st.cfg.Scanning.MaxBodyBytes), st.cfg.Scanning.OnOversize == config.OnOversizeForward)
+		s.gw.SetScanBodyLimit(int64(st.cfg.Scanning.MaxBodyBytes), st.cfg.Scanning.ForwardsOversize())
 	}
 	s.applyCredentials(st.cfg)
 	s.reloadSandbox(st.cfg)

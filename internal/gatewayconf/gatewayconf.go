@@ -18,7 +18,7 @@ func Gateway(cfg *config.Config) *gateway.Gateway {
 		ScanBodyLimit: int64(cfg.Scanning.MaxBodyBytes),
 		// A body declared over the limit is refused at once unless the
 		// policy forwards oversize bodies.
-		ForwardOversize: cfg.Scanning.OnOversize == config.OnOversizeForward,
+		ForwardOversize: cfg.Scanning.ForwardsOversize(),
 		// A WebSocket message is scanned whole, as a body is.
 		MaxWebSocketMessage: int64(cfg.Scanning.MaxBodyBytes),
 		IdleTimeout:         time.Duration(cfg.Limits.KeepaliveIdleTimeout),

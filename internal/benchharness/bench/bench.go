@@ -383,7 +383,7 @@ func newScanner(cfg *config.Config) (*scanner.Scanner, error) {
 		Policy: scanner.Policy{
 			Actions:           map[string]scanner.Action{},
 			NoDefaultBindings: s.NoDefaultBindings,
-			ForwardOversize:   s.OnOversize == config.OnOversizeForward,
+			ForwardOversize:   s.ForwardsOversize(),
 		},
 		DataDir:      cfg.DataPath(),
 		CreateKey:    true,
