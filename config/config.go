@@ -25,7 +25,7 @@ const (
 	DefaultMaxInflightBytes = ByteSize(256 << 20)
 	DefaultTokenFile        = "default.token"
 
-	OnOversizeBlock   = "block"
+	OnOversizeBlock = "block"
 	// OnOversizeForwardTail scans the first max_body_bytes of a larger body
 	// and forwards the rest unchecked, with an incident saying so.
 	OnOversizeForwardTail = "forward-unscanned-tail"
@@ -139,6 +139,10 @@ type Tenant struct {
 	// Mode is rules.ModeShadow to let every class's policy refusals through as
 	// would-refuse incidents (onboarding); "" or enforce: refuse.
 	Mode string `yaml:"mode"`
+	// TokenClasses are the classes the tenant token may select as TENANT/CLASS in
+	// the proxy credentials. Empty: the default class (agent) only; other classes
+	// are reached with run tokens (POST /api/runs).
+	TokenClasses []string `yaml:"token_classes"`
 }
 
 // Default returns the embedded configuration: default listeners and data directory, and
@@ -245,7 +249,7 @@ func (c *Config) Policy() *rules.Policy {
 			p.Tenants[name] = nil
 			continue
 		}
-		p.Tenants[name] = &rules.Tenant{Classes: t.Classes, Mode: t.Mode}
+		p.Tenants[name] = &rules.Tenant{Classes: t.Classes, Mode: t.Mode, TokenClasses: t.TokenClasses}
 	}
 	return p
 }

@@ -49,6 +49,7 @@ dashboard:
 tenants:
   acme:
     token_file: acme.token
+    token_classes: [agent, plain, shadowed]
     classes:
       agent:
         on_deny: hold

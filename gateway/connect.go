@@ -227,7 +227,7 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		},
 	}
 	t.setServer(srv)
-	l := newOneConnListener(tlsConn)
+	l := newOneConnListener(&replyConn{Conn: tlsConn, log: g.logger(), client: r.RemoteAddr})
 	srv.Serve(l)
 	l.wait()
 }

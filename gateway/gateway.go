@@ -216,6 +216,10 @@ func (g *Gateway) identify(w http.ResponseWriter, r *http.Request) (rules.Identi
 		g.runEnded(w, r, id)
 		return rules.Identity{}, false
 	}
+	if ok && errors.Is(err, rules.ErrClassNotForToken) {
+		g.refuseIdentity(w, r, id, rules.ReasonClassNotAllowed)
+		return rules.Identity{}, false
+	}
 	if !ok || g.Policy == nil || err != nil {
 		w.Header().Set("Proxy-Authenticate", `Basic realm="sluice"`)
 		g.refuse(w, r, refusal{status: http.StatusProxyAuthRequired, reason: ReasonAuthRequired,
@@ -359,8 +363,12 @@ func splitHostPortDefault(hostport string, def int) (string, int) {
 func policyRefusal(id rules.Identity, d rules.Decision, host string, port int, path string) refusal {
 	msg := "not in the allowlist of tenant " + strconv.Quote(id.Tenant) + ", class " + strconv.Quote(id.Class) +
 		"; ask for access or add an allow entry"
-	if d.Reason == rules.ReasonRunEnded {
+	switch d.Reason {
+	case rules.ReasonRunEnded:
 		msg = "run " + strconv.Quote(id.Run) + " has ended: its token opens nothing any more; start a new run"
+	case rules.ReasonClassNotAllowed:
+		msg = "the token of tenant " + strconv.Quote(id.Tenant) + " may not select class " + strconv.Quote(id.Class) +
+			": create a run of that class (POST /api/runs) and use its token, or list the class in the tenant's token_classes"
 	}
 	return refusal{id: id, status: http.StatusForbidden, reason: d.Reason, host: host, port: port, path: path, msg: msg}
 }

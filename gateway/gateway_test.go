@@ -10,10 +10,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/rules"
 )
 
 func TestAllowedHostIsInspectedWithTenantCA(t *testing.T) {
@@ -147,6 +150,41 @@ func TestProxyAuthentication(t *testing.T) {
 	if n := len(w.up.requests()); n != 0 {
 		t.Errorf("upstream saw %d requests from unauthenticated clients", n)
 	}
+}
+
+// TestTenantTokenClasses: a sandbox holding the tenant token cannot pick a
+// broader class than its token classes allow: 403 class-not-allowed, on CONNECT
+// and on plain HTTP, recorded, and nothing reaches the upstream.
+func TestTenantTokenClasses(t *testing.T) {
+	w := newWorld(t)
+	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+	c, resp := w.connect("globex/broad", w.tokens["globex"], authority)
+	if c != nil {
+		c.Close()
+		t.Fatal("the tenant token opened a tunnel in a class outside its token classes")
+	}
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Sluice-Reason") != rules.ReasonClassNotAllowed {
+		t.Fatalf("CONNECT as globex/broad: %d %q; want 403 %s", resp.StatusCode, resp.Header.Get("Sluice-Reason"), rules.ReasonClassNotAllowed)
+	}
+	if resp.Header.Get("Sluice-Incident") == "" {
+		t.Error("the refusal names no incident")
+	}
+	_, err := w.client("globex/broad", w.tokens["globex"], w.tenantRoots("globex")).Get(w.url("api.example.test", "/v1/"))
+	if err == nil {
+		t.Fatal("a client got through as globex/broad with the tenant token")
+	}
+	if n := len(w.up.requests()); n != 0 {
+		t.Errorf("upstream saw %d requests", n)
+	}
+	if got := w.sink.reasons(); !slices.Contains(got, rules.ReasonClassNotAllowed) {
+		t.Errorf("incidents %v record no %s", got, rules.ReasonClassNotAllowed)
+	}
+	// The default class still works with the same token.
+	resp2, err := w.client("globex", w.tokens["globex"], w.tenantRoots("globex")).Get(w.url("other.example.test", "/"))
+	if err != nil {
+		t.Fatalf("globex's own class: %v", err)
+	}
+	resp2.Body.Close()
 }
 
 func TestTenantIsolation(t *testing.T) {

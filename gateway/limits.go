@@ -217,6 +217,11 @@ type countedConn struct {
 	tenant string
 }
 
+// Write adds Sluice-Reason to net/http's own 431 (writeReply).
+func (c *countedConn) Write(p []byte) (int, error) {
+	return writeReply(c.Conn, c.g.logger(), c.client, p)
+}
+
 func (c *countedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {

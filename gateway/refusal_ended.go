@@ -12,7 +12,14 @@ import (
 // run-ended, recorded for the run, rather than the 407 of wrong credentials
 // (the token was the run's; the run is over).
 func (g *Gateway) runEnded(w http.ResponseWriter, r *http.Request, id rules.Identity) {
-	d := rules.Decision{Action: rules.Deny, Reason: rules.ReasonRunEnded, Tenant: id.Tenant}
+	g.refuseIdentity(w, r, id, rules.ReasonRunEnded)
+}
+
+// refuseIdentity refuses, with 403 and reason, a request whose credentials
+// were right but may not be used as they were (a run that ended, a class the
+// tenant token may not select), recorded like a policy refusal.
+func (g *Gateway) refuseIdentity(w http.ResponseWriter, r *http.Request, id rules.Identity, reason string) {
+	d := rules.Decision{Action: rules.Deny, Reason: reason, Tenant: id.Tenant}
 	if r.Method == http.MethodConnect {
 		rawHost, port := splitHostPortDefault(r.Host, -1)
 		if host, err := rules.NormalizeHost(rawHost); err == nil && port > 0 {

@@ -175,6 +175,7 @@ func (s *wsSession) check(where string, data []byte) ([][]byte, error) {
 		s.record(ReasonScanFailed)
 		return s.close(wsCloseInternalError, ReasonScanFailed)
 	}
+	s.found = res.Findings
 	v := g.messageVerdict(ctx, r, id, s.host, s.port, where, res)
 	if !v.blocked && v.recErr != nil {
 		// An alert that could not be recorded: the message does not go on

@@ -145,6 +145,9 @@ type wsSession struct {
 	frames []wsHeld  // its frames, not yet forwarded
 	msg    []byte    // its payload, unmasked
 	size   int64     // its bytes as received: headers and payloads
+
+	found  []scanner.Finding // what the last check found (it let the data go on)
+	splice wsSplice          // the end of the last data message (websocket_splice.go)
 }
 
 // wsHeld is one frame of the message under way: its header as received and
@@ -317,6 +320,9 @@ func (s *wsSession) step(br *bufio.Reader) ([][]byte, error) {
 		return s.busy()
 	}
 	if out, err := s.check(where, s.msg); out != nil || err != nil {
+		return out, err
+	}
+	if out, err := s.checkSplice(s.n-1, s.msg, s.found); out != nil || err != nil {
 		return out, err
 	}
 	// Forward the frames as the client framed them: masked again in place.

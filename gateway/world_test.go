@@ -80,6 +80,7 @@ upstream:
 tenants:
   acme:
     token_file: acme.token
+    token_classes: [agent, validation]
     classes:
       agent:
         allow:
@@ -114,6 +115,12 @@ tenants:
       agent:
         allow:
           - host: other.example.test
+            ports: [%[1]d]
+      # broader than agent, and not among globex's token classes (the default:
+      # agent only): reached with a run token only.
+      broad:
+        allow:
+          - host: api.example.test
             ports: [%[1]d]
 `
 

@@ -15,6 +15,14 @@ var ErrRunEnded = errors.New("run ended")
 
 var errRunEnded = fmt.Errorf("rules: identify: %w: %w", ErrUnauthenticated, ErrRunEnded)
 
+// ErrClassNotForToken is wrapped by Identify when the tenant token names a class
+// outside the tenant's token_classes: the client holds the right token (so it learns
+// nothing new) but must use a run token for that class. It wraps ErrUnauthenticated
+// too, and Identify's Identity then names the class that was refused.
+var ErrClassNotForToken = errors.New("class not selectable with the tenant token")
+
+var errClassNotForToken = fmt.Errorf("rules: identify: %w: %w", ErrUnauthenticated, ErrClassNotForToken)
+
 // maxEndedRuns bounds the removed runs whose tokens are remembered: past it the
 // oldest are forgotten, and their tokens get the plain authentication failure.
 const maxEndedRuns = 4096

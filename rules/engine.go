@@ -109,6 +109,9 @@ const (
 	ReasonBadHost             = "bad-host"
 	// ReasonRunEnded: the request names a run that was removed or has expired.
 	ReasonRunEnded = "run-ended"
+	// ReasonClassNotAllowed: the tenant token named a class outside the tenant's
+	// token_classes.
+	ReasonClassNotAllowed = "class-not-allowed"
 )
 
 // Decision is the engine's verdict on a Query.
@@ -150,6 +153,8 @@ type Engine struct {
 type tenant struct {
 	digest  [sha256.Size]byte
 	classes map[string]*class
+	// tokenClasses are the classes the tenant token may select (Tenant.TokenClasses).
+	tokenClasses []string
 }
 
 type class struct {
@@ -209,7 +214,10 @@ func Compile(p *Policy, token func(tenant string) (string, error)) (*Engine, err
 			return nil, fmt.Errorf("rules: tenants %s and %s have the same token; give each its own", other, tn)
 		}
 		owner[digest] = tn
-		ct := &tenant{digest: digest, classes: map[string]*class{}}
+		ct := &tenant{digest: digest, classes: map[string]*class{}, tokenClasses: []string{DefaultClass}}
+		if t != nil && len(t.TokenClasses) > 0 {
+			ct.tokenClasses = slices.Clone(t.TokenClasses)
+		}
 		if t != nil {
 			for cn, cl := range t.Classes {
 				cc := &class{}
@@ -272,9 +280,10 @@ func compileRule(en Entry) *rule {
 
 // Identify checks a client's credentials: user is "tenant" or "tenant/class" (class
 // DefaultClass when omitted), token the tenant's token or a run token (AddRun). A run
-// token gives the run's own class; a class in user must then be the run's. Every failure
-// returns the same error, wrapping ErrUnauthenticated. The token's hash is compared in
-// constant time, also for an unknown tenant.
+// token gives the run's own class; a class in user must then be the run's. The tenant
+// token may name only the tenant's token classes (ErrClassNotForToken). Every other
+// failure returns the same error, wrapping ErrUnauthenticated. The token's hash is
+// compared in constant time, also for an unknown tenant.
 func (e *Engine) Identify(user, token string) (Identity, error) {
 	tn, cn, hasClass := strings.Cut(user, "/")
 	got := sha256.Sum256([]byte(token))
@@ -302,6 +311,9 @@ func (e *Engine) Identify(user, token string) (Identity, error) {
 	ok := subtle.ConstantTimeCompare(got[:], want[:]) == 1
 	if t == nil || !ok || t.classes[cn] == nil {
 		return Identity{}, errIdentify
+	}
+	if !slices.Contains(t.tokenClasses, cn) {
+		return Identity{Tenant: tn, Class: cn}, errClassNotForToken
 	}
 	return Identity{Tenant: tn, Class: cn}, nil
 }

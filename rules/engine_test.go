@@ -394,6 +394,63 @@ func TestUpstreamHostsAndTenants(t *testing.T) {
 	}
 }
 
+// TestIdentifyTokenClasses: the tenant token selects only its token classes
+// (the default class unless configured), so that a sandbox holding it cannot
+// pick a broader class; a run token keeps its own class either way.
+func TestIdentifyTokenClasses(t *testing.T) {
+	const listed = `
+tenants:
+  acme:
+    token_file: acme.token
+    token_classes: [agent, validation]
+    classes:
+      agent: {}
+      validation: {}
+      premerge: {}
+`
+	for _, tt := range []struct {
+		name, config, user string
+		want               Identity // zero: ErrClassNotForToken
+	}{
+		{"default, no class", decideConfig, "acme", acmeAgent},
+		{"default, agent", decideConfig, "acme/agent", acmeAgent},
+		{"default, other class", decideConfig, "acme/validation", Identity{}},
+		{"listed class", listed, "acme/validation", acmeValidation},
+		{"listed, agent", listed, "acme", acmeAgent},
+		{"class not listed", listed, "acme/premerge", Identity{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := MustFixture(t, tt.config, "acme", "globex")
+			got, err := f.engine.Identify(tt.user, f.tokens["acme"])
+			if tt.want == (Identity{}) {
+				if !errors.Is(err, ErrClassNotForToken) || !errors.Is(err, ErrUnauthenticated) {
+					t.Fatalf("Identify(%q) = %+v, %v; want ErrClassNotForToken wrapping ErrUnauthenticated", tt.user, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Identify(%q) = %+v, %v; want %+v", tt.user, got, err, tt.want)
+			}
+		})
+	}
+	t.Run("run token keeps its class", func(t *testing.T) {
+		f := MustFixture(t, decideConfig, "acme", "globex")
+		tok := MustToken(t)
+		if err := f.engine.AddRun(Run{ID: "run-1", Tenant: "acme", Class: "validation", TokenHash: HashToken(tok)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, user := range []string{"acme", "acme/validation"} {
+			got, err := f.engine.Identify(user, tok)
+			if err != nil || got != (Identity{Tenant: "acme", Class: "validation", Run: "run-1"}) {
+				t.Errorf("run token as %q: %+v, %v; want the run's class", user, got, err)
+			}
+		}
+		if _, err := f.engine.Identify("acme/agent", tok); !errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrClassNotForToken) {
+			t.Errorf("run token naming another class: %v; want the plain refusal", err)
+		}
+	})
+}
+
 func TestIdentify(t *testing.T) {
 	f := MustFixture(t, decideConfig, "acme", "globex")
 	acme, globex := f.tokens["acme"], f.tokens["globex"]
@@ -403,7 +460,6 @@ func TestIdentify(t *testing.T) {
 	}{
 		{"tenant token", "acme", acme, acmeAgent},
 		{"explicit class", "acme/agent", acme, acmeAgent},
-		{"other class", "acme/validation", acme, acmeValidation},
 		{"other tenant", "globex", globex, globexAgent},
 		{"wrong token", "acme", MustToken(t), Identity{}},
 		{"other tenant's token", "acme", globex, Identity{}},

@@ -40,6 +40,10 @@ type Tenant struct {
 	// Mode is ModeShadow to record the policy's refusals of every class as
 	// would-refuse and let the requests through; "" or ModeEnforce: refuse.
 	Mode string
+	// TokenClasses are the classes a client holding the tenant token may name as
+	// TENANT/CLASS. Empty: DefaultClass only, so that a sandbox given the tenant
+	// token cannot pick a broader class; a run token carries its own class.
+	TokenClasses []string
 }
 
 // Class is the policy of one launch class. A class without entries denies everything.

@@ -31,6 +31,8 @@ type policyFile struct {
 		TokenEnv  string            `yaml:"token_env"`
 		Classes   map[string]*Class `yaml:"classes"`
 		Mode      string            `yaml:"mode"`
+		// TokenClasses as config's tenants.NAME.token_classes.
+		TokenClasses []string `yaml:"token_classes"`
 	} `yaml:"tenants"`
 }
 
@@ -66,7 +68,7 @@ func MustPolicy(tb testing.TB, yamlText, file string) *Policy {
 				}
 			}
 		}
-		p.Tenants[tn] = &Tenant{Classes: t.Classes, Mode: t.Mode}
+		p.Tenants[tn] = &Tenant{Classes: t.Classes, Mode: t.Mode, TokenClasses: t.TokenClasses}
 	}
 	if len(pf.Tenants) == 0 {
 		p.Tenants = nil

@@ -127,6 +127,11 @@ func (ps *problems) tenant(name string, t *Tenant) {
 		return
 	}
 	ps.mode(key+".mode", t.Mode)
+	for i, cn := range t.TokenClasses {
+		if _, ok := t.Classes[cn]; !ok {
+			ps.fail(fmt.Sprintf("%s.token_classes[%d]", key, i), "class %q is not one of the tenant's classes (%s)", cn, strings.Join(slices.Sorted(maps.Keys(t.Classes)), ", "))
+		}
+	}
 	for _, cn := range slices.Sorted(maps.Keys(t.Classes)) {
 		ckey := key + ".classes." + cn
 		if !nameRE.MatchString(cn) {

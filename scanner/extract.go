@@ -124,6 +124,23 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// decompressPrefix decodes the first bytes of a compressed body whose rest is
+// not read (an oversize body the policy forwards): each layer yields what its
+// truncated input holds, at most max bytes, and a layer that fails part way
+// keeps what it decoded before. ok is false when not even a layer's header
+// could be read, and the head is then scanned as it came.
+func decompressPrefix(b []byte, encodings []string, max int64) (out []byte, ok bool) {
+	for i := len(encodings) - 1; i >= 0; i-- {
+		r, closeFn, err := decoder(encodings[i], b)
+		if err != nil {
+			return nil, false
+		}
+		b, _ = readAllHint(io.LimitReader(r, max), sizeHint(encodings[i], nil, max))
+		closeFn()
+	}
+	return b, true
+}
+
 // sizeHint guesses a layer's decompressed size, to read it into one
 // buffer instead of a doubling series: gzip's trailer holds it (modulo
 // 2^32); for the others, four times the input.

@@ -224,9 +224,19 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 			// What was read is scanned as it came (a compressed body is not
 			// decoded in part): only the tail beyond it goes on unchecked, when
 			// the policy forwards oversize bodies at all.
-			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body",
-				Snippet: fmt.Sprintf("body larger than %d bytes: the first %d were scanned, the rest is unchecked", max, max)})
-			segs = append(segs, bodySegments(raw[:max], req.Header.Get("Content-Type"), nil)...)
+			// A compressed head is decoded as far as it goes, so that its
+			// secrets are found as in a body that fits.
+			snippet := fmt.Sprintf("body larger than %d bytes: the first %d were scanned, the rest is unchecked", max, max)
+			head, headEnc := raw[:max], []string(nil)
+			if enc := contentEncodings(req.Header); len(enc) > 0 {
+				if p, ok := decompressPrefix(head, enc, max); ok {
+					head, headEnc = p, enc
+					snippet = fmt.Sprintf("body larger than %d bytes: the first %d (%s, decoded as far as they go) were scanned, the rest is unchecked",
+						max, max, strings.Join(enc, " > "))
+				}
+			}
+			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body", Snippet: snippet})
+			segs = append(segs, bodySegments(head, req.Header.Get("Content-Type"), headEnc)...)
 			res.Body, res.BodyLen = io.MultiReader(bytes.NewReader(raw), req.Body), -1
 			raw = nil
 		} else {

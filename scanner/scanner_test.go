@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -612,6 +615,34 @@ func TestOversizeHeadIsScanned(t *testing.T) {
 	}
 	if res.Verdict != Block {
 		t.Fatalf("verdict %v, want block for a secret in the scanned head:%s", res.Verdict, dump(res.Findings))
+	}
+	// A compressed head is decoded as far as it goes: the secret at its start
+	// is found although the compressed stream is cut at the limit. zstd
+	// decodes whole blocks (up to 128 KiB), so its case has a larger limit.
+	for _, enc := range []string{"gzip", "deflate", "br", "zstd"} {
+		s := testScanner(t)
+		s.MaxBodyBytes = 4 << 10
+		if enc == "zstd" {
+			s.MaxBodyBytes = 256 << 10
+		}
+		s.Policy.ForwardOversize = true
+		pad := make([]byte, 3*s.MaxBodyBytes)
+		rand.Read(pad)
+		z, err := encode(enc, []byte("note="+pat+"&pad="+hex.EncodeToString(pad)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(z) <= int(s.MaxBodyBytes) {
+			t.Fatalf("%s: %d compressed bytes fit the limit; the case needs more", enc, len(z))
+		}
+		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"},
+			"Content-Encoding": {enc}}, Body: bytes.NewReader(z)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res.Findings, func(f Finding) bool { return f.Rule == "github-pat" }) || res.Verdict != Block {
+			t.Errorf("%s: the secret in the compressed head was not found (%v):%s", enc, res.Verdict, dump(res.Findings))
+		}
 	}
 	// A clean oversize body still goes on, with its alert.
 	res, err = s.Scan(context.Background(), &Request{Body: strings.NewReader(strings.Repeat("a", 8<<10))})

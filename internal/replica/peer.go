@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"errors"
+
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/rules"
 )
@@ -18,7 +20,8 @@ type PeerPolicy struct {
 // Identify identifies as Policy does, after a Lookup for an unknown token.
 func (p *PeerPolicy) Identify(user, token string) (rules.Identity, error) {
 	id, err := p.Policy.Identify(user, token)
-	if err == nil || token == "" {
+	if err == nil || token == "" || errors.Is(err, rules.ErrRunEnded) || errors.Is(err, rules.ErrClassNotForToken) {
+		// Known to this replica already: nothing a lookup could add.
 		return id, err
 	}
 	// Asked again whatever the lookup says: the peer's notice may have
