@@ -135,6 +135,9 @@ type EffectivePolicy struct {
 	Tenant string `json:"tenant"`
 	Class  string `json:"class"`
 	Run    string `json:"run,omitempty"`
+	// TenantToken says whether the tenant token may select the class (its
+	// token_classes); run tokens reach it either way.
+	TenantToken bool `json:"tenant_token"`
 	// Allow and Passthrough are the effective entries, config first, then derived
 	// presets, grants and extras.
 	Allow       []Entry `json:"allow"`
@@ -174,7 +177,7 @@ func ResolvePolicy(in PolicyInput) (*EffectivePolicy, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	p := &EffectivePolicy{Tenant: in.Tenant, Class: className, Run: in.Run}
+	p := &EffectivePolicy{Tenant: in.Tenant, Class: className, Run: in.Run, TenantToken: t.tokenSelects(className)}
 	inConfig := map[string]bool{}
 	p.Allow = p.configEntries(pol, cl.Allow, inConfig)
 	p.Passthrough = p.configEntries(pol, cl.Passthrough, inConfig)

@@ -153,14 +153,14 @@ type Engine struct {
 type tenant struct {
 	digest  [sha256.Size]byte
 	classes map[string]*class
-	// tokenClasses are the classes the tenant token may select (Tenant.TokenClasses).
-	tokenClasses []string
 }
 
 type class struct {
 	allow, passthrough []*rule
 	// review is how the class carries out a refusal (review.go).
 	review Review
+	// tokenSelects: the tenant token may select the class (Tenant.TokenClasses).
+	tokenSelects bool
 }
 
 // rule is one compiled entry.
@@ -214,10 +214,7 @@ func Compile(p *Policy, token func(tenant string) (string, error)) (*Engine, err
 			return nil, fmt.Errorf("rules: tenants %s and %s have the same token; give each its own", other, tn)
 		}
 		owner[digest] = tn
-		ct := &tenant{digest: digest, classes: map[string]*class{}, tokenClasses: []string{DefaultClass}}
-		if t != nil && len(t.TokenClasses) > 0 {
-			ct.tokenClasses = slices.Clone(t.TokenClasses)
-		}
+		ct := &tenant{digest: digest, classes: map[string]*class{}}
 		if t != nil {
 			for cn, cl := range t.Classes {
 				cc := &class{}
@@ -226,6 +223,7 @@ func Compile(p *Policy, token func(tenant string) (string, error)) (*Engine, err
 					cc.passthrough = compileEntries(p, cl.Passthrough)
 				}
 				cc.review = reviewOf(t, cl)
+				cc.tokenSelects = t.tokenSelects(cn)
 				ct.classes[cn] = cc
 			}
 		}
@@ -312,7 +310,7 @@ func (e *Engine) Identify(user, token string) (Identity, error) {
 	if t == nil || !ok || t.classes[cn] == nil {
 		return Identity{}, errIdentify
 	}
-	if !slices.Contains(t.tokenClasses, cn) {
+	if !t.classes[cn].tokenSelects {
 		return Identity{Tenant: tn, Class: cn}, errClassNotForToken
 	}
 	return Identity{Tenant: tn, Class: cn}, nil

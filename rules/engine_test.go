@@ -730,3 +730,19 @@ func unhex(c byte) byte {
 	v, _ := strconv.ParseUint(string(c), 16, 8)
 	return byte(v)
 }
+
+// TestResolvePolicyTenantToken: the effective policy says whether the tenant
+// token reaches the class, as Identify decides it.
+func TestResolvePolicyTenantToken(t *testing.T) {
+	f := MustFixture(t, decideConfig, "acme", "globex")
+	for class, want := range map[string]bool{"agent": true, "validation": false} {
+		p, err := ResolvePolicy(PolicyInput{Policy: f.pol, Tenant: "acme", Class: class})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, idErr := f.engine.Identify("acme/"+class, f.tokens["acme"])
+		if p.TenantToken != want || (idErr == nil) != want {
+			t.Errorf("class %s: TenantToken %v, Identify %v; want %v", class, p.TenantToken, idErr, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package rules
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,6 +45,14 @@ type Tenant struct {
 	// TENANT/CLASS. Empty: DefaultClass only, so that a sandbox given the tenant
 	// token cannot pick a broader class; a run token carries its own class.
 	TokenClasses []string
+}
+
+// tokenSelects reports whether the tenant token may select class.
+func (t *Tenant) tokenSelects(class string) bool {
+	if len(t.TokenClasses) == 0 {
+		return class == DefaultClass
+	}
+	return slices.Contains(t.TokenClasses, class)
 }
 
 // Class is the policy of one launch class. A class without entries denies everything.

@@ -15,6 +15,11 @@ import (
 // Policy writes p, and what d derived from a repository (nil: none), as text.
 func Policy(w io.Writer, p *rules.EffectivePolicy, d *derive.Derivation) {
 	fmt.Fprintf(w, "tenant %s, class %s\n", p.Tenant, p.Class)
+	if p.TenantToken {
+		fmt.Fprintf(w, "reached with: the tenant token (as %s/%s) and run tokens\n", p.Tenant, p.Class)
+	} else {
+		fmt.Fprintln(w, "reached with: run tokens only (the class is not in the tenant's token_classes)")
+	}
 	for _, role := range []struct {
 		name    string
 		entries []rules.Entry

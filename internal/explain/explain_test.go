@@ -9,12 +9,17 @@ import (
 
 func TestPolicy(t *testing.T) {
 	var b strings.Builder
-	Policy(&b, &rules.EffectivePolicy{Tenant: "acme", Class: "agent", Allow: []rules.Entry{{Host: "api.example.test"}}}, nil)
+	Policy(&b, &rules.EffectivePolicy{Tenant: "acme", Class: "agent", TenantToken: true, Allow: []rules.Entry{{Host: "api.example.test"}}}, nil)
 	out := b.String()
-	for _, want := range []string{"tenant acme, class agent", "api.example.test", "passthrough (blind tunnel, host and port only):\n  (none)"} {
+	for _, want := range []string{"tenant acme, class agent", "the tenant token (as acme/agent)", "api.example.test", "passthrough (blind tunnel, host and port only):\n  (none)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	b.Reset()
+	Policy(&b, &rules.EffectivePolicy{Tenant: "acme", Class: "premerge"}, nil)
+	if out := b.String(); !strings.Contains(out, "run tokens only") || strings.Contains(out, "the tenant token (") {
+		t.Errorf("a class the tenant token cannot select:\n%s", out)
 	}
 }
 
