@@ -49,7 +49,7 @@ func TestCheckPeerRefusesTheOtherPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := e.Client(tc.sent, false)
 			host := e.ColdHost()
-			resp, err := c.Get(e.URL(host, pathSmall))
+			resp, err := c.Get(e.URL(tc.sent, host, pathSmall))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,11 +91,7 @@ func TestCases(t *testing.T) {
 	}
 	t.Cleanup(func() { flag.Set("test.benchtime", old) })
 	for _, c := range Cases() {
-		vias := []Via{Direct, Gateway}
-		if c.Scan {
-			vias = append(vias, GatewayScan)
-		}
-		for _, v := range vias {
+		for _, v := range e.Vias(c) {
 			t.Run(c.Name+"/"+v.String(), func(t *testing.T) {
 				r := testing.Benchmark(func(b *testing.B) { c.Run(b, e, v) })
 				if r.N != 3 {
@@ -184,7 +180,7 @@ func TestScanGatewayRefusesSecretOthersForward(t *testing.T) {
 	}
 	for _, v := range []Via{Direct, Gateway, GatewayScan} {
 		t.Run(v.String(), func(t *testing.T) {
-			err := upload(e.Client(v, false), e.URL(Domain, pathUpload), body)
+			err := upload(e.Client(v, false), e.URL(v, Domain, pathUpload), body)
 			if v == GatewayScan {
 				err = refusedAsSecret(err)
 			}

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// ServeGateways runs the two bench gateways from the files Start wrote into dir, in the
+// process that calls it (the harness re-run as a child), until in reaches its end (the
+// parent closed it or died). It first writes "proxy ADDR scan ADDR" as one line to out.
+func ServeGateways(dir string, in io.Reader, out io.Writer) error {
+	gw, gwScan, err := newGateways(dir)
+	if err != nil {
+		return err
+	}
+	proxy, err := serve(gw)
+	if err != nil {
+		return err
+	}
+	scan, err := serve(gwScan)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(out, "proxy %s scan %s\n", proxy, scan); err != nil {
+		return err
+	}
+	io.Copy(io.Discard, in)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(gw.Shutdown(ctx), gwScan.Shutdown(ctx))
+}
+
+// child is the process that runs ServeGateways.
+type child struct {
+	cmd              *exec.Cmd
+	stdin            io.WriteCloser
+	done             chan error
+	proxy, scanProxy string
+}
+
+// startChild starts argv with dir appended and waits for the gateways' addresses.
+func startChild(argv []string, dir string) (*child, error) {
+	cmd := exec.Command(argv[0], append(argv[1:len(argv):len(argv)], dir)...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bench: gateway process: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("bench: gateway process: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start the gateway process %s: %w", argv[0], err)
+	}
+	c := &child{cmd: cmd, stdin: stdin, done: make(chan error, 1)}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	go func() { c.done <- cmd.Wait() }()
+	if _, err2 := fmt.Sscanf(strings.TrimSpace(line), "proxy %s scan %s", &c.proxy, &c.scanProxy); err != nil || err2 != nil {
+		c.stop()
+		return nil, fmt.Errorf("bench: the gateway process did not say where it listens (%q): %v", line, errors.Join(err, err2))
+	}
+	return c, nil
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// stop closes the child's stdin, which ends it, and waits for it; it kills a child
+// still there after 10 s.
+func (c *child) stop() error {
+	c.stdin.Close()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			return fmt.Errorf("bench: gateway process: %w", err)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+		return errors.New("bench: the gateway process did not end within 10 s of its stdin closing: killed")
+	}
+}
