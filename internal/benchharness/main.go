@@ -39,6 +39,7 @@ func run(args []string, out io.Writer) error {
 	benchtime := fs.String("benchtime", "1s", "time (or `N`x iterations) per measurement, as go test -benchtime")
 	count := fs.Int("count", 3, "measurements per case and path; the table shows the median")
 	match := fs.String("cases", "", "run only cases whose name matches this `regexp`")
+	viaMatch := fs.String("vias", "", "measure only the paths (direct, tunnel, squid, gateway, gateway+scan) whose name matches this `regexp`, as for a profile")
 	squidBin := fs.String("squid", "squid", "squid `binary` (built with OpenSSL) to measure with ssl-bump beside the gateway; empty or not found: no squid rows")
 	inProcess := fs.Bool("inprocess", false, "run the gateways in the harness's process (no proxy CPU, no idle-tunnel memory)")
 	idle := fs.Int("idle", 2000, "idle inspected tunnels to open for the memory reading; 0: none")
@@ -57,6 +58,10 @@ func run(args []string, out io.Writer) error {
 	re, err := regexp.Compile(*match)
 	if err != nil {
 		return fmt.Errorf("-cases: %w", err)
+	}
+	viaRE, err := regexp.Compile(*viaMatch)
+	if err != nil {
+		return fmt.Errorf("-vias: %w", err)
 	}
 	var cases []bench.Case
 	for _, c := range bench.Cases() {
@@ -118,7 +123,12 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintln(tw, "case\tvia\tns/op\trate\ttime/tunnel\ttime/squid\tp50/op\tp99/op\tp99/tunnel's\tproxy CPU/req\t")
 	all := map[string]map[bench.Via]measured{} // by case name
 	for _, c := range cases {
-		vias := env.Vias(c)
+		var vias []bench.Via
+		for _, v := range env.Vias(c) {
+			if viaRE.MatchString(v.String()) {
+				vias = append(vias, v)
+			}
+		}
 		results := map[bench.Via][]measured{}
 		for range *count {
 			for _, v := range vias {
@@ -157,8 +167,13 @@ func run(args []string, out io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "  %-8s %d tunnels: RSS %.1f -> %.1f MiB, %.1f KiB per tunnel\n", v, i.N,
+			fmt.Fprintf(out, "  %-8s %d tunnels: RSS %.1f -> %.1f MiB, %.1f KiB per tunnel", v, i.N,
 				float64(i.Before)/(1<<20), float64(i.After)/(1<<20), i.PerTunnel())
+			if v != bench.Squid {
+				fmt.Fprintf(out, " (after a collection, per tunnel: heap %.1f KiB, stacks %.1f KiB, %.1f goroutines)",
+					i.Heap/1024, i.Stack/1024, i.Goroutines)
+			}
+			fmt.Fprintln(out)
 		}
 	}
 

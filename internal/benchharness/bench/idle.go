@@ -25,6 +25,9 @@ const idleWarm = 100
 type Idle struct {
 	N             int
 	Before, After int64 // bytes
+	// Heap, Stack and Goroutines grew by so much per tunnel (the gateways' process only,
+	// read after a collection; zero for squid).
+	Heap, Stack, Goroutines float64
 }
 
 // PerTunnel is the growth per tunnel in KiB.
@@ -32,9 +35,11 @@ func (i Idle) PerTunnel() float64 { return float64(i.After-i.Before) / float64(i
 
 // IdleTunnels opens n tunnels via v, each through its CONNECT, TLS handshake and one
 // small GET over HTTP/1.1, and leaves them idle; it reads the proxy process's RSS
-// before and, after a two-second settle, after them, and closes them all.
+// before (the gateways' process having returned its free memory to the system) and,
+// after a two-second settle, after them, and closes them all.
 func (e *Env) IdleTunnels(v Via, n int) (Idle, error) {
 	pid := e.proxyPID(v)
+	var err error
 	if pid == 0 {
 		return Idle{}, fmt.Errorf("bench: no process of its own proxies %s (run the gateways as a child)", v)
 	}
@@ -56,6 +61,13 @@ func (e *Env) IdleTunnels(v Via, n int) (Idle, error) {
 		return Idle{}, err
 	}
 	time.Sleep(time.Second)
+	var m0 memStats
+	if e.child != nil && v != Squid {
+		// What earlier measurements freed must not make room for these tunnels.
+		if m0, err = e.child.free(); err != nil {
+			return Idle{}, err
+		}
+	}
 	before, err := procRSS(pid)
 	if err != nil {
 		return Idle{}, err
@@ -68,7 +80,16 @@ func (e *Env) IdleTunnels(v Via, n int) (Idle, error) {
 	if err != nil {
 		return Idle{}, err
 	}
-	return Idle{N: n, Before: before, After: after}, nil
+	i := Idle{N: n, Before: before, After: after}
+	if e.child != nil && v != Squid {
+		m1, err := e.child.free()
+		if err != nil {
+			return Idle{}, err
+		}
+		per := func(a, b int64) float64 { return float64(b-a) / float64(n) }
+		i.Heap, i.Stack, i.Goroutines = per(m0.heap, m1.heap), per(m0.stack, m1.stack), per(m0.goroutines, m1.goroutines)
+	}
+	return i, nil
 }
 
 // parallelConns runs dial n times, at most par at once, and returns the connections made.
