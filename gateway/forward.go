@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-egress/sluice/gateway/guard"
@@ -106,6 +107,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		},
 		ModifyResponse: g.observed(id, d, host, port, r, g.modifyResponse(inj)),
 		Transport:      g.transport(id.Tenant, allow),
+		// Without a pool, ReverseProxy allocates (and zeroes) 32 KiB per request.
+		BufferPool: copyBuffers,
 		// FlushInterval stays 0: bodies of known length are written in
 		// full records; ReverseProxy flushes at once for event streams and
 		// bodies of unknown length, so long polls are not held back.
@@ -123,6 +126,20 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 	rp.ServeHTTP(w, r)
 }
+
+// copyBuffers lends ReverseProxy the buffers it copies response bodies with.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // dialRefusal turns an upstream failure into the answer the client gets.
 func dialRefusal(id rules.Identity, err error, host string, port int, path string) refusal {
