@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,7 +75,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
-	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	authority := net.JoinHostPort(host, strconv.Itoa(port))
 	// An allowed WebSocket is tracked as a tunnel, scanned message by
 	// message and the upstream's messages scrubbed of real secrets
 	// (websocket.go).
@@ -88,9 +87,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = target.Scheme
-			pr.Out.URL.Host = target.Host
-			pr.Out.Host = upstreamHost(r.Host, host, port)
+			pr.Out.URL.Scheme = scheme
+			pr.Out.URL.Host = authority
+			pr.Out.Host = upstreamHost(r.Host, host, authority)
 			// Credentials for the gateway never travel on.
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
