@@ -153,10 +153,17 @@ func run(args []string, out io.Writer) error {
 	}
 	tw.Flush()
 	if h1, h2 := all["h1-16conns"], all["h2-16streams"]; h1 != nil && h2 != nil {
-		r := func(v bench.Via) float64 { return float64(h2[v].NsPerOp()) / float64(h1[v].NsPerOp()) }
-		fmt.Fprintf(out, "\nh2-16streams/h1-16conns, ns/op in this run (below 1: one HTTP/2 connection is faster): "+
-			"direct %.2fx, tunnel %.2fx, gateway %.2fx, gateway+scan %.2fx\n", r(bench.Direct), r(bench.Tunnel), r(bench.Gateway), r(bench.GatewayScan))
+		fmt.Fprintf(out, "\nh2-16streams/h1-16conns, ns/op in this run (below 1: one HTTP/2 connection is faster):")
+		for _, v := range []bench.Via{bench.Direct, bench.Tunnel, bench.Gateway, bench.GatewayScan} {
+			a, okA := h1[v]
+			b, okB := h2[v]
+			if okA && okB && a.NsPerOp() > 0 {
+				fmt.Fprintf(out, " %s %.2fx", v, float64(b.NsPerOp())/float64(a.NsPerOp()))
+			}
+		}
+		fmt.Fprintln(out)
 	}
+	var idleKiB float64 // the gateway's, 0: not measured
 	if *idle > 0 && !*inProcess {
 		fmt.Fprintf(out, "\nidle tunnels (CONNECT, TLS handshake, one small GET, then idle; RSS of the proxy's process, %d opened first and kept):\n", 100)
 		for _, v := range []bench.Via{bench.Tunnel, bench.Squid, bench.Gateway} {
@@ -169,6 +176,9 @@ func run(args []string, out io.Writer) error {
 			}
 			fmt.Fprintf(out, "  %-8s %d tunnels: RSS %.1f -> %.1f MiB, %.1f KiB per tunnel", v, i.N,
 				float64(i.Before)/(1<<20), float64(i.After)/(1<<20), i.PerTunnel())
+			if v == bench.Gateway {
+				idleKiB = i.PerTunnel()
+			}
 			if v != bench.Squid {
 				fmt.Fprintf(out, " (after a collection, per tunnel: heap %.1f KiB, stacks %.1f KiB, %.1f goroutines)",
 					i.Heap/1024, i.Stack/1024, i.Goroutines)
@@ -176,6 +186,8 @@ func run(args []string, out io.Writer) error {
 			fmt.Fprintln(out)
 		}
 	}
+
+	goals(out, all, idleKiB)
 
 	fmt.Fprintf(out, "\nrate: req/s, or MB/s (10^6 bytes) for the cases that move a body; time/tunnel, time/squid: ns/op as ratios\n"+
 		"(above 1: slower); p50/op, p99/op: of each operation in the run the median reports; proxy CPU/req: user+system\n"+
@@ -188,6 +200,41 @@ func run(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "measured in %s\n", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// goals prints this run's figures against the performance goals, where measured.
+func goals(out io.Writer, all map[string]map[bench.Via]measured, idleKiB float64) {
+	fmt.Fprintf(out, "\ngoals, this run (gateway = without scanner):\n")
+	// x is how many times faster (rate) the gateway was than via in case.
+	x := func(c string, via bench.Via) string {
+		g, ok1 := all[c][bench.Gateway]
+		o, ok2 := all[c][via]
+		if !ok1 || !ok2 || g.NsPerOp() == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", float64(o.NsPerOp())/float64(g.NsPerOp()))
+	}
+	if m, ok := all["small-get"]; ok {
+		g := m[bench.Gateway]
+		p99 := "-"
+		if t, ok := m[bench.Tunnel]; ok && t.quantile(0.99) > 0 {
+			p99 = fmt.Sprintf("%.2fx", float64(g.quantile(0.99))/float64(t.quantile(0.99)))
+		}
+		fmt.Fprintf(out, "  small-get: %s squid's req/s (goal >= 2x), %s the open tunnel's (goal about 0.75x), "+
+			"proxy CPU %s/req (goal <= 60µs), p99 %s the tunnel's (goal <= 1.5x)\n",
+			x("small-get", bench.Squid), x("small-get", bench.Tunnel), cpuPerReq(bench.Case{}, g), p99)
+	}
+	if _, ok := all["newconn-warm"]; ok {
+		fmt.Fprintf(out, "  new TLS connections: %s squid's req/s with the leaf cached, %s with a new host each (goal >= 1.5x)\n",
+			x("newconn-warm", bench.Squid), x("newconn-cold", bench.Squid))
+	}
+	if h1, h2 := all["h1-16conns"][bench.Gateway], all["h2-16streams"][bench.Gateway]; h1.NsPerOp() > 0 && h2.NsPerOp() > 0 {
+		fmt.Fprintf(out, "  16 HTTP/2 streams take %.2fx the time of 16 HTTP/1.1 connections (goal <= 1x)\n",
+			float64(h2.NsPerOp())/float64(h1.NsPerOp()))
+	}
+	if idleKiB > 0 {
+		fmt.Fprintf(out, "  an idle inspected tunnel: %.1f KiB of RSS (goal <= 30 KiB)\n", idleKiB)
+	}
 }
 
 // measured is one run of a case via one path.

@@ -313,7 +313,9 @@ func Check(e *Env) error {
 		resp, err := e.Client(v, false).Get("https://other.example.test/")
 		if err == nil {
 			resp.Body.Close()
-			errs = append(errs, fmt.Errorf("%s let a request to other.example.test through: %s", v, resp.Status))
+			if resp.StatusCode == http.StatusOK {
+				errs = append(errs, fmt.Errorf("%s let a request to other.example.test through: %s", v, resp.Status))
+			}
 		}
 	}
 	return errors.Join(errs...)
