@@ -218,15 +218,15 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		g.serveH2(context.WithoutCancel(r.Context()), tlsConn, t, tun)
 		return
 	}
+	// The CONNECT's context, not the CONNECT: the tunnel's server keeps it for its life.
+	base := context.WithoutCancel(r.Context())
 	srv := &http.Server{
 		Handler:           tun,
 		ReadHeaderTimeout: g.readHeaderTimeout(),
 		IdleTimeout:       g.idleTimeout(),
 		MaxHeaderBytes:    g.serverMaxHeaderBytes(),
 		ErrorLog:          discardLog,
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-			return context.WithoutCancel(r.Context())
-		},
+		ConnContext:       func(context.Context, net.Conn) context.Context { return base },
 		// HTTP/1.1 was negotiated: no HTTP/2 set-up for this server (an empty map, not
 		// nil, is what tells net/http so).
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},

@@ -333,8 +333,8 @@ func TestWebSocketMessageMustKeepArriving(t *testing.T) {
 
 // An HTTP/1.1 tunnel is served after its CONNECT's handler has returned (the
 // connection has a goroutine of its own, the CONNECT's is let go): idle, it
-// stays tracked and a run's end closes it, every request on it is still
-// checked, and its close untracks it.
+// stays tracked, every request on it is still checked, its close untracks
+// it, and Shutdown closes it.
 func TestIdleHTTP1TunnelTrackedUntilClosed(t *testing.T) {
 	w := newWorld(t)
 	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
