@@ -45,12 +45,13 @@ func run(args []string, out io.Writer) error {
 	idle := fs.Int("idle", 2000, "idle inspected tunnels to open for the memory reading; 0: none")
 	cpuProfile := fs.String("cpuprofile", "", "write the gateways' process's CPU profile (all cases run) to `file`")
 	memProfile := fs.String("memprofile", "", "write the gateways' process's allocation profile to `file`")
+	mutexProfile := fs.String("mutexprofile", "", "write the gateways' process's lock contention profile to `file`")
 	serveDir := fs.String("serve-gateways", "", "internal: be the gateways' process for the files in `dir`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *serveDir != "" {
-		return serveGateways(*serveDir, *cpuProfile, *memProfile)
+		return serveGateways(*serveDir, *cpuProfile, *memProfile, *mutexProfile)
 	}
 	if *count < 1 {
 		return fmt.Errorf("-count %d: must be at least 1", *count)
@@ -84,9 +85,10 @@ func run(args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("the gateways' process: %w", err)
 		}
-		opts.Child = []string{self, "-cpuprofile", *cpuProfile, "-memprofile", *memProfile, "-serve-gateways"}
-	} else if *cpuProfile != "" || *memProfile != "" {
-		return errors.New("-cpuprofile and -memprofile profile the gateways' process: not with -inprocess")
+		opts.Child = []string{self, "-cpuprofile", *cpuProfile, "-memprofile", *memProfile, "-mutexprofile", *mutexProfile,
+			"-serve-gateways"}
+	} else if *cpuProfile != "" || *memProfile != "" || *mutexProfile != "" {
+		return errors.New("-cpuprofile, -memprofile and -mutexprofile profile the gateways' process: not with -inprocess")
 	}
 	squidNote := "squid: not measured (-squid empty)"
 	if *squidBin != "" {
@@ -297,9 +299,12 @@ func squidVersion(bin string) string {
 
 // serveGateways is the gateways' process: it serves until its stdin ends, profiling
 // all the while if asked.
-func serveGateways(dir, cpuProfile, memProfile string) error {
+func serveGateways(dir, cpuProfile, memProfile, mutexProfile string) error {
 	if memProfile != "" {
 		runtime.MemProfileRate = 4096
+	}
+	if mutexProfile != "" {
+		runtime.SetMutexProfileFraction(1)
 	}
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
@@ -315,13 +320,21 @@ func serveGateways(dir, cpuProfile, memProfile string) error {
 	if err := bench.ServeGateways(dir, os.Stdin, os.Stdout); err != nil {
 		return err
 	}
-	if memProfile != "" {
-		f, err := os.Create(memProfile)
+	for _, p := range []struct{ file, name string }{{memProfile, "allocs"}, {mutexProfile, "mutex"}} {
+		if p.file == "" {
+			continue
+		}
+		f, err := os.Create(p.file)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		return pprof.Lookup("allocs").WriteTo(f, 0)
+		err = pprof.Lookup(p.name).WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
