@@ -1,6 +1,7 @@
-// Package bench sets up an HTTPS upstream and a Sluice gateway in front of it on loopback, and
-// defines the cases that measure a request through the gateway against the same request sent
-// directly, for `make bench` and for the gateway package's Go benchmarks.
+// Package bench sets up an HTTPS upstream and Sluice gateways in front of it on loopback (in
+// this process or one of their own), and squid where asked, and defines the cases that
+// measure a request through each against the same request sent directly, for `make bench`
+// and for the gateway package's Go benchmarks.
 package bench
 
 import (
@@ -188,7 +189,8 @@ func StartWith(opts Options) (_ *Env, err error) {
 	return e, nil
 }
 
-// Close stops the gateway and the upstream and removes the temporary directory.
+// Close stops squid, the gateways (and their process) and the upstream, and removes the
+// temporary directory.
 func (e *Env) Close() error {
 	var errs []error
 	if e.squid != nil {

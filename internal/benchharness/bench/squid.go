@@ -56,6 +56,9 @@ coredump_dir %[1]s
 shutdown_lifetime 0 seconds
 max_filedescriptors 16384
 netdb_filename none
+pinger_enable off
+icp_port 0
+htcp_port 0
 logfile_rotate 0
 `
 
