@@ -35,7 +35,7 @@ fuzz: ## every fuzz target for FUZZTIME each (CI runs it), starting from its com
 	  done; \
 	done
 
-bench: ## through the gateway vs. direct, and the scanner vs. the gitleaks CLI, printed as ratios
+bench: ## the gateway vs. direct, an open tunnel and squid ssl-bump (if installed), and the scanner vs. the gitleaks CLI
 	$(GO) run ./internal/benchharness
 	sh scanner/bench.sh
 

@@ -197,12 +197,13 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 	if t == nil {
 		return
 	}
-	defer g.untrack(t)
+	untrack := sync.OnceFunc(func() { g.untrack(t) })
 
 	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
 	err := tlsConn.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
+		untrack()
 		reason := ReasonTLSHandshake
 		if fronted {
 			reason = ReasonDomainFronting
@@ -213,23 +214,29 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 
 	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
 	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
+		defer untrack()
 		g.serveH2(context.WithoutCancel(r.Context()), tlsConn, t, tun)
 		return
 	}
+	// The CONNECT's context, not the CONNECT: the tunnel's server keeps it for its life.
+	base := context.WithoutCancel(r.Context())
 	srv := &http.Server{
 		Handler:           tun,
 		ReadHeaderTimeout: g.readHeaderTimeout(),
 		IdleTimeout:       g.idleTimeout(),
 		MaxHeaderBytes:    g.serverMaxHeaderBytes(),
 		ErrorLog:          discardLog,
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-			return context.WithoutCancel(r.Context())
-		},
+		ConnContext:       func(context.Context, net.Conn) context.Context { return base },
+		// HTTP/1.1 was negotiated: no HTTP/2 set-up for this server (an empty map, not
+		// nil, is what tells net/http so).
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	t.setServer(srv)
-	l := newOneConnListener(&replyConn{Conn: tlsConn, log: g.logger(), client: r.RemoteAddr})
-	srv.Serve(l)
-	l.wait()
+	// Serve returns once it handed the connection to the goroutine that serves it:
+	// the goroutine this runs on (and the CONNECT's connection state it holds) need
+	// not stay for an idle tunnel's whole life. Closing the connection untracks it.
+	// replyConn gives net/http's own canned refusals a Sluice-Reason.
+	srv.Serve(newOneConnListener(&replyConn{Conn: tlsConn, log: g.logger(), client: r.RemoteAddr}, untrack))
 }
 
 // innerHandler serves the requests inside one inspected tunnel.
@@ -322,8 +329,10 @@ func headerHasToken(h http.Header, name, token string) bool {
 
 // oneConnListener hands one connection to http.Server.Serve. Accept then
 // blocks until the listener is closed (Shutdown closes it and waits for
-// Serve to return before it closes idle connections); wait blocks until the
-// connection itself is closed.
+// Serve to return before it closes idle connections), unless made with a
+// func to call when the connection closes: then the second Accept returns
+// net.ErrClosed at once, and Serve returns while the connection is served.
+// wait blocks until the connection itself is closed.
 type oneConnListener struct {
 	conn      net.Conn
 	once      sync.Once
@@ -333,12 +342,22 @@ type oneConnListener struct {
 	closed    chan struct{}
 }
 
-func newOneConnListener(c net.Conn) *oneConnListener {
+// newOneConnListener returns the listener of c; onClose, if given, runs once
+// c is closed, and makes Serve return as soon as it has c.
+func newOneConnListener(c net.Conn, onClose ...func()) *oneConnListener {
 	l := &oneConnListener{connDone: make(chan struct{}), closed: make(chan struct{})}
 	l.conn = &notifyConn{Conn: c, onClose: func() {
-		l.doneOnce.Do(func() { close(l.connDone) })
+		l.doneOnce.Do(func() {
+			close(l.connDone)
+			for _, f := range onClose {
+				f()
+			}
+		})
 		l.Close()
 	}}
+	if len(onClose) > 0 {
+		l.Close()
+	}
 	return l
 }
 

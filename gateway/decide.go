@@ -3,7 +3,6 @@ package gateway
 import (
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/sluice-egress/sluice/rules"
@@ -61,9 +60,10 @@ func literalEncodedSlash(p string) (string, bool) {
 // host, with the port only where the client wrote one. Forwarding the
 // client's own spelling ("API.example.test.", "api.example.test:0443")
 // would let a virtual host or CDN route on a name the policy never matched.
-func upstreamHost(clientHost, host string, port int) string {
+// authority is host and port joined (net.JoinHostPort), made once per request.
+func upstreamHost(clientHost, host, authority string) string {
 	if _, _, err := net.SplitHostPort(clientHost); err == nil {
-		return net.JoinHostPort(host, strconv.Itoa(port))
+		return authority
 	}
 	if strings.Contains(host, ":") {
 		return "[" + host + "]"

@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-egress/sluice/gateway/guard"
@@ -75,7 +75,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 	allow := d.AllowAddresses
 	info := &dialInfo{host: host, port: port, allow: allow}
-	target := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	authority := net.JoinHostPort(host, strconv.Itoa(port))
 	// An allowed WebSocket is tracked as a tunnel, scanned message by
 	// message and the upstream's messages scrubbed of real secrets
 	// (websocket.go).
@@ -87,9 +87,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = target.Scheme
-			pr.Out.URL.Host = target.Host
-			pr.Out.Host = upstreamHost(r.Host, host, port)
+			pr.Out.URL.Scheme = scheme
+			pr.Out.URL.Host = authority
+			pr.Out.Host = upstreamHost(r.Host, host, authority)
 			// Credentials for the gateway never travel on.
 			pr.Out.Header.Del("Proxy-Authorization")
 			pr.Out.Header.Del("Proxy-Connection")
@@ -106,6 +106,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		},
 		ModifyResponse: g.observed(id, d, host, port, r, g.modifyResponse(inj)),
 		Transport:      g.transport(id.Tenant, allow),
+		// Without a pool, ReverseProxy allocates (and zeroes) 32 KiB per request.
+		BufferPool: copyBuffers,
 		// FlushInterval stays 0: bodies of known length are written in
 		// full records; ReverseProxy flushes at once for event streams and
 		// bodies of unknown length, so long polls are not held back.
@@ -123,6 +125,20 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	}
 	rp.ServeHTTP(w, r)
 }
+
+// copyBuffers lends ReverseProxy the buffers it copies response bodies with.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // dialRefusal turns an upstream failure into the answer the client gets.
 func dialRefusal(id rules.Identity, err error, host string, port int, path string) refusal {

@@ -330,3 +330,63 @@ func TestWebSocketMessageMustKeepArriving(t *testing.T) {
 		t.Fatalf("stalled message: close %d after %v, want 1001 within the idle timeout", code, d)
 	}
 }
+
+// An HTTP/1.1 tunnel is served after its CONNECT's handler has returned (the
+// connection has a goroutine of its own, the CONNECT's is let go): idle, it
+// stays tracked, every request on it is still checked, its close untracks
+// it, and Shutdown closes it.
+func TestIdleHTTP1TunnelTrackedUntilClosed(t *testing.T) {
+	w := newWorld(t)
+	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+	open := func() (*tls.Conn, func(path string) int) {
+		c, resp := w.connect("acme", w.tokens["acme"], authority)
+		if c == nil {
+			t.Fatalf("CONNECT: %s", resp.Status)
+		}
+		tc := tls.Client(c, &tls.Config{RootCAs: w.tenantRoots("acme"), ServerName: "api.example.test",
+			NextProtos: []string{"http/1.1"}})
+		br := bufio.NewReader(tc)
+		return tc, func(path string) int {
+			fmt.Fprintf(tc, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, authority)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+	}
+	tc, get := open()
+	if code := get("/v1/things"); code != http.StatusOK {
+		t.Fatalf("allowed GET: %d", code)
+	}
+	time.Sleep(50 * time.Millisecond) // idle
+	if n := w.gw.OpenTunnels(); n != 1 {
+		t.Fatalf("%d tunnels open, want the idle one", n)
+	}
+	if code := get("/admin"); code != http.StatusForbidden {
+		t.Fatalf("GET outside the allowed paths on the idle tunnel: %d, want 403", code)
+	}
+	tc.Close()
+	waitFor(t, func() bool { return w.gw.OpenTunnels() == 0 })
+
+	// Closed from the gateway's side: every tunnel is closed at Shutdown.
+	tc, get = open()
+	defer tc.Close()
+	if code := get("/v1/things"); code != http.StatusOK {
+		t.Fatalf("allowed GET: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.gw.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if n := w.gw.OpenTunnels(); n != 0 {
+		t.Fatalf("%d tunnels open after shutdown", n)
+	}
+	tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := tc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the tunnel is still open after shutdown")
+	}
+}

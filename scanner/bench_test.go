@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -182,4 +183,46 @@ func reportCPU(b *testing.B, cpu time.Duration, size int) {
 	per := float64(cpu.Nanoseconds()) / float64(b.N)
 	b.ReportMetric(per, "cpu-ns/op")
 	b.ReportMetric(float64(size)/per*1e3, "cpu-MB/s")
+}
+
+// BenchmarkScanHeaders is the scan of a request without a body, as every
+// kept-alive GET through the gateway pays it: the URL and the header set of
+// a package-manager fetch and of a small API call. The canaries variant adds
+// a canary store in a directory, whose file is looked at on every scan.
+func BenchmarkScanHeaders(b *testing.B) {
+	sets := map[string]http.Header{
+		"package-get": {
+			"User-Agent":      {"npm/10.8.2 node/v22.11.0 linux x64 workspaces/false"},
+			"Accept":          {"application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"},
+			"Accept-Encoding": {"gzip, deflate, br"},
+			"Npm-Command":     {"install"},
+			"Npm-Session":     {"5f1d8c2a9b3e4f60"},
+		},
+		"api-get": {
+			"User-Agent":      {"Go-http-client/1.1"},
+			"Accept":          {"application/json"},
+			"Accept-Encoding": {"gzip"},
+			"X-Request-Id":    {"6d1f3c0e-8a4b-4f2e-9c7d-2b5a1e0f9d3c"},
+		},
+	}
+	u, _ := url.Parse("https://registry.example.test/v1/packages/left-pad?version=1.3.0")
+	for _, canaries := range []bool{false, true} {
+		s := testScanner(b)
+		name := ""
+		if canaries {
+			s.Canaries = &CanaryStore{Dir: b.TempDir(), Key: s.Key}
+			name = "+canaries"
+		}
+		for set, h := range sets {
+			b.Run(set+name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := s.Scan(context.Background(), &Request{Host: u.Hostname(), URL: u, Header: h})
+					if err != nil || res == nil || len(res.Findings) != 0 {
+						b.Fatalf("scan: %v, %+v", err, res)
+					}
+				}
+			})
+		}
+	}
 }

@@ -191,9 +191,13 @@ func (c *CanaryStore) Records() ([]CanaryRecord, error) {
 // refresh rereads the file when its size or time changed: a canary issued
 // a moment ago is recognised on the next scan.
 func (c *CanaryStore) refresh() {
+	// Every scan looks: the look is made outside the lock, so that concurrent scans do
+	// not queue behind each other's system call (the most contended lock of the scanning
+	// gateway). The file is reread under the lock, so what it holds is never older than
+	// this look.
+	st, err := os.Stat(filepath.Join(c.Dir, CanaryFile))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, err := os.Stat(filepath.Join(c.Dir, CanaryFile))
 	if err != nil {
 		if c.byFP == nil {
 			c.byFP, c.lengths = map[string]string{}, map[int]bool{}

@@ -653,3 +653,48 @@ func TestOversizeHeadIsScanned(t *testing.T) {
 		t.Fatalf("clean oversize body: %v, want alert", res.Verdict)
 	}
 }
+
+// A canary issued by another process (another store on the same directory, as `sluice
+// canary issue` is) is recognised by the next scan, while other scans run meanwhile.
+func TestCanaryIssuedElsewhereIsSeenByTheNextScan(t *testing.T) {
+	dir := t.TempDir()
+	key, err := LoadOrCreateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testScanner(t)
+	s.Key, s.Canaries = key, &CanaryStore{Dir: dir, Key: key}
+	scan := func(body string) *Result {
+		res, err := s.Scan(context.Background(), &Request{Host: "api.example.test", Header: http.Header{}, Body: strings.NewReader(body)})
+		if err != nil {
+			t.Error(err)
+			return &Result{}
+		}
+		return res
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // scans that race with the issuing and the rereading
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				scan("v=nothing here")
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for round := range 3 {
+		cs, err := (&CanaryStore{Dir: dir, Key: key}).Issue("acme", fmt.Sprintf("run-%d", round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if res := scan("v=" + c.Value); res.Reason != "canary-detected" {
+				t.Fatalf("round %d: canary %s issued elsewhere not recognised: %q%s", round, c.Kind, res.Reason, dump(res.Findings))
+			}
+		}
+	}
+}

@@ -1,6 +1,6 @@
 // Command benchharness measures requests through the Sluice gateway against the same
-// requests sent directly to the upstream, in one process run, and prints the ratios
-// (`make bench`).
+// requests sent directly to the upstream, through an open CONNECT tunnel and through
+// squid ssl-bump, in one run, and prints the ratios (`make bench`).
 package main
 
 import (
@@ -11,11 +11,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -31,15 +32,26 @@ func main() {
 	}
 }
 
-// run parses args, checks the setup, measures every selected case via both paths and
-// prints the table to out.
+// run parses args, checks the setup, measures every selected case via every path and
+// prints the table to out. With -serve-gateways it is the gateways' process instead.
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("benchharness", flag.ContinueOnError)
 	benchtime := fs.String("benchtime", "1s", "time (or `N`x iterations) per measurement, as go test -benchtime")
 	count := fs.Int("count", 3, "measurements per case and path; the table shows the median")
 	match := fs.String("cases", "", "run only cases whose name matches this `regexp`")
+	viaMatch := fs.String("vias", "", "measure only the paths (direct, tunnel, squid, gateway, gateway+scan) whose name matches this `regexp`, as for a profile")
+	squidBin := fs.String("squid", "squid", "squid `binary` (built with OpenSSL) to measure with ssl-bump beside the gateway; empty or not found: no squid rows")
+	inProcess := fs.Bool("inprocess", false, "run the gateways in the harness's process (no proxy CPU, no idle-tunnel memory)")
+	idle := fs.Int("idle", 2000, "idle inspected tunnels to open for the memory reading; 0: none")
+	cpuProfile := fs.String("cpuprofile", "", "write the gateways' process's CPU profile (all cases run) to `file`")
+	memProfile := fs.String("memprofile", "", "write the gateways' process's allocation profile to `file`")
+	mutexProfile := fs.String("mutexprofile", "", "write the gateways' process's lock contention profile to `file`")
+	serveDir := fs.String("serve-gateways", "", "internal: be the gateways' process for the files in `dir`")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *serveDir != "" {
+		return serveGateways(*serveDir, *cpuProfile, *memProfile, *mutexProfile)
 	}
 	if *count < 1 {
 		return fmt.Errorf("-count %d: must be at least 1", *count)
@@ -47,6 +59,10 @@ func run(args []string, out io.Writer) error {
 	re, err := regexp.Compile(*match)
 	if err != nil {
 		return fmt.Errorf("-cases: %w", err)
+	}
+	viaRE, err := regexp.Compile(*viaMatch)
+	if err != nil {
+		return fmt.Errorf("-vias: %w", err)
 	}
 	var cases []bench.Case
 	for _, c := range bench.Cases() {
@@ -63,7 +79,27 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("-benchtime %q: %w", *benchtime, err)
 	}
 
-	env, err := bench.Start()
+	var opts bench.Options
+	if !*inProcess {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("the gateways' process: %w", err)
+		}
+		opts.Child = []string{self, "-cpuprofile", *cpuProfile, "-memprofile", *memProfile, "-mutexprofile", *mutexProfile,
+			"-serve-gateways"}
+	} else if *cpuProfile != "" || *memProfile != "" || *mutexProfile != "" {
+		return errors.New("-cpuprofile, -memprofile and -mutexprofile profile the gateways' process: not with -inprocess")
+	}
+	squidNote := "squid: not measured (-squid empty)"
+	if *squidBin != "" {
+		if p, err := exec.LookPath(*squidBin); err == nil {
+			opts.Squid = p
+			squidNote = "squid: " + squidVersion(p) + ", ssl-bump of every CONNECT, no cache, 1 worker, separate process"
+		} else {
+			squidNote = fmt.Sprintf("squid: not measured (%s not found; apt-get install squid-openssl)", *squidBin)
+		}
+	}
+	env, err := bench.StartWith(opts)
 	if err != nil {
 		return err
 	}
@@ -72,63 +108,234 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("setup check failed, nothing measured: %w", err)
 	}
 
-	fmt.Fprintf(out, "sluice bench: direct vs. through the gateway without and with the secret scanner, same process, same run\n")
+	where := "gateways in a separate process (proxy CPU from /proc)"
+	if *inProcess {
+		where = "gateways in the harness's process (proxy CPU not measured)"
+	}
+	fmt.Fprintf(out, "sluice bench: direct, an open CONNECT tunnel, squid ssl-bump, and the gateway without and with the secret scanner, same run\n")
 	fmt.Fprintf(out, "go: %s %s/%s   GOMAXPROCS: %d   CPU: %s (%d logical)   build tags: %s\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cpuModel(), runtime.NumCPU(), buildTags())
+	fmt.Fprintf(out, "%s; %s\n", where, squidNote)
 	fmt.Fprintf(out, "benchtime %s, median of %d, paths interleaved; client: HTTP/1.1, TLS 1.3, one connection, sequential\n"+
 		"(except h1-16conns and h2-16streams: 16 requests at once per op)\n\n",
 		*benchtime, *count)
 
 	start := time.Now()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tdirect ns/op\tgateway ns/op\tgateway+scan ns/op\tgateway/direct\tgateway+scan/direct\t"+
-		"direct\tgateway\tgateway+scan\tdirect allocs/op\tgateway allocs/op\tgateway+scan allocs/op\t")
-	medians := map[string]map[bench.Via]testing.BenchmarkResult{} // by case name
+	fmt.Fprintln(tw, "case\tvia\tns/op\trate\ttime/tunnel\ttime/squid\tp50/op\tp99/op\tp99/tunnel's\tproxy CPU/req\t")
+	all := map[string]map[bench.Via]measured{} // by case name
 	for _, c := range cases {
-		vias := []bench.Via{bench.Direct, bench.Gateway}
-		if c.Scan {
-			vias = append(vias, bench.GatewayScan)
+		var vias []bench.Via
+		for _, v := range env.Vias(c) {
+			if viaRE.MatchString(v.String()) {
+				vias = append(vias, v)
+			}
 		}
-		results := map[bench.Via][]testing.BenchmarkResult{}
+		results := map[bench.Via][]measured{}
 		for range *count {
 			for _, v := range vias {
 				r := testing.Benchmark(func(b *testing.B) { c.Run(b, env, v) })
 				if r.N == 0 {
 					return fmt.Errorf("case %s via %s failed: %w", c.Name, v, cmpOr(env.LastError(), errors.New("no iterations")))
 				}
-				results[v] = append(results[v], r)
+				results[v] = append(results[v], measured{r, env.LastRun()})
 			}
 		}
-		d, g := median(results[bench.Direct]), median(results[bench.Gateway])
-		medians[c.Name] = map[bench.Via]testing.BenchmarkResult{bench.Direct: d, bench.Gateway: g}
-		ns, ratio, rt, allocs := "-", "-", "-", "-"
-		if rs := results[bench.GatewayScan]; len(rs) > 0 {
-			s := median(rs)
-			ns = strconv.FormatInt(s.NsPerOp(), 10)
-			ratio = fmt.Sprintf("%.2fx", float64(s.NsPerOp())/float64(d.NsPerOp()))
-			rt = rate(c, s)
-			allocs = strconv.FormatInt(s.AllocsPerOp(), 10)
-			medians[c.Name][bench.GatewayScan] = s
+		m := map[bench.Via]measured{}
+		for _, v := range vias {
+			m[v] = median(results[v])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2fx\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", c.Name,
-			d.NsPerOp(), g.NsPerOp(), ns, float64(g.NsPerOp())/float64(d.NsPerOp()), ratio,
-			rate(c, d), rate(c, g), rt, d.AllocsPerOp(), g.AllocsPerOp(), allocs)
+		all[c.Name] = m
+		for _, v := range vias {
+			r := m[v]
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Name, v, r.NsPerOp(), rate(c, r.BenchmarkResult),
+				ratio(r, m, bench.Tunnel), ratio(r, m, bench.Squid), dur(r.quantile(0.5)), dur(r.quantile(0.99)),
+				p99Ratio(r, m), cpuPerReq(c, r))
+		}
 	}
 	tw.Flush()
-	if h1, h2 := medians["h1-16conns"], medians["h2-16streams"]; h1 != nil && h2 != nil {
-		r := func(v bench.Via) float64 { return float64(h2[v].NsPerOp()) / float64(h1[v].NsPerOp()) }
-		fmt.Fprintf(out, "\nh2-16streams/h1-16conns, ns/op in this run (below 1: one HTTP/2 connection is faster): "+
-			"direct %.2fx, gateway %.2fx, gateway+scan %.2fx\n", r(bench.Direct), r(bench.Gateway), r(bench.GatewayScan))
+	if h1, h2 := all["h1-16conns"], all["h2-16streams"]; h1 != nil && h2 != nil {
+		fmt.Fprintf(out, "\nh2-16streams/h1-16conns, ns/op in this run (below 1: one HTTP/2 connection is faster):")
+		for _, v := range []bench.Via{bench.Direct, bench.Tunnel, bench.Gateway, bench.GatewayScan} {
+			a, okA := h1[v]
+			b, okB := h2[v]
+			if okA && okB && a.NsPerOp() > 0 {
+				fmt.Fprintf(out, " %s %.2fx", v, float64(b.NsPerOp())/float64(a.NsPerOp()))
+			}
+		}
+		fmt.Fprintln(out)
+	}
+	var idleKiB float64 // the gateway's, 0: not measured
+	if *idle > 0 && !*inProcess {
+		fmt.Fprintf(out, "\nidle tunnels (CONNECT, TLS handshake, one small GET, then idle; RSS of the proxy's process, %d opened first and kept):\n", 100)
+		for _, v := range []bench.Via{bench.Tunnel, bench.Squid, bench.Gateway} {
+			if v == bench.Squid && opts.Squid == "" {
+				continue
+			}
+			i, err := env.IdleTunnels(v, *idle)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "  %-8s %d tunnels: RSS %.1f -> %.1f MiB, %.1f KiB per tunnel", v, i.N,
+				float64(i.Before)/(1<<20), float64(i.After)/(1<<20), i.PerTunnel())
+			if v == bench.Gateway {
+				idleKiB = i.PerTunnel()
+			}
+			if v != bench.Squid {
+				fmt.Fprintf(out, " (after a collection, per tunnel: heap %.1f KiB, stacks %.1f KiB, %.1f goroutines)",
+					i.Heap/1024, i.Stack/1024, i.Goroutines)
+			}
+			fmt.Fprintln(out)
+		}
 	}
 
-	fmt.Fprintf(out, "\ngateway/direct and gateway+scan/direct are ratios of ns/op (above 1: slower than direct);\n"+
-		"gateway has no scanner, gateway+scan scans every request as `sluice serve` does (- : not measured).\n"+
-		"allocs/op count the whole process (client, gateways and upstream). Machine noise moves single runs: for\n"+
+	goals(out, all, idleKiB)
+
+	fmt.Fprintf(out, "\nrate: req/s, or MB/s (10^6 bytes) for the cases that move a body; time/tunnel, time/squid: ns/op as ratios\n"+
+		"(above 1: slower); p50/op, p99/op: of each operation in the run the median reports; proxy CPU/req: user+system\n"+
+		"CPU time of the proxy's process (squid with its certificate helpers) over the requests made (- : not measured).\n"+
+		"tunnel is the gateway's passthrough (same listener, identification and policy, bytes spliced); gateway has no\n"+
+		"scanner, gateway+scan scans every request as `sluice serve` does. Machine noise moves single runs: for\n"+
 		"confidence intervals, go test -run '^$' -bench . -count 6 ./gateway > b.txt && benchstat -col .name b.txt\n")
 	for _, c := range cases {
 		fmt.Fprintf(out, "  %-14s %s\n", c.Name, c.Desc)
 	}
 	fmt.Fprintf(out, "measured in %s\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// goals prints this run's figures against the performance goals, where measured.
+func goals(out io.Writer, all map[string]map[bench.Via]measured, idleKiB float64) {
+	fmt.Fprintf(out, "\ngoals, this run (gateway = without scanner):\n")
+	// x is how many times faster (rate) the gateway was than via in case.
+	x := func(c string, via bench.Via) string {
+		g, ok1 := all[c][bench.Gateway]
+		o, ok2 := all[c][via]
+		if !ok1 || !ok2 || g.NsPerOp() == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", float64(o.NsPerOp())/float64(g.NsPerOp()))
+	}
+	if m, ok := all["small-get"]; ok {
+		g := m[bench.Gateway]
+		p99 := "-"
+		if t, ok := m[bench.Tunnel]; ok && t.quantile(0.99) > 0 {
+			p99 = fmt.Sprintf("%.2fx", float64(g.quantile(0.99))/float64(t.quantile(0.99)))
+		}
+		fmt.Fprintf(out, "  small-get: %s squid's req/s (goal >= 2x), %s the open tunnel's (goal about 0.75x), "+
+			"proxy CPU %s/req (goal <= 60µs), p99 %s the tunnel's (goal <= 1.5x)\n",
+			x("small-get", bench.Squid), x("small-get", bench.Tunnel), cpuPerReq(bench.Case{}, g), p99)
+	}
+	if _, ok := all["newconn-warm"]; ok {
+		fmt.Fprintf(out, "  new TLS connections: %s squid's req/s with the leaf cached, %s with a new host each (goal >= 1.5x)\n",
+			x("newconn-warm", bench.Squid), x("newconn-cold", bench.Squid))
+	}
+	if h1, h2 := all["h1-16conns"][bench.Gateway], all["h2-16streams"][bench.Gateway]; h1.NsPerOp() > 0 && h2.NsPerOp() > 0 {
+		fmt.Fprintf(out, "  16 HTTP/2 streams take %.2fx the time of 16 HTTP/1.1 connections (goal <= 1x)\n",
+			float64(h2.NsPerOp())/float64(h1.NsPerOp()))
+	}
+	if idleKiB > 0 {
+		fmt.Fprintf(out, "  an idle inspected tunnel: %.1f KiB of RSS (goal <= 30 KiB)\n", idleKiB)
+	}
+}
+
+// measured is one run of a case via one path.
+type measured struct {
+	testing.BenchmarkResult
+	bench.Run
+}
+
+// quantile is the q-quantile of the run's operation times; 0 without any.
+func (m measured) quantile(q float64) time.Duration {
+	if len(m.Latencies) == 0 {
+		return 0
+	}
+	s := slices.Clone(m.Latencies)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// ratio is r's ns/op over that of via in m; "-" where via was not measured.
+func ratio(r measured, m map[bench.Via]measured, via bench.Via) string {
+	o, ok := m[via]
+	if !ok || o.NsPerOp() == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", float64(r.NsPerOp())/float64(o.NsPerOp()))
+}
+
+func p99Ratio(r measured, m map[bench.Via]measured) string {
+	t, ok := m[bench.Tunnel]
+	if !ok || t.quantile(0.99) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", float64(r.quantile(0.99))/float64(t.quantile(0.99)))
+}
+
+// cpuPerReq is the proxy's CPU time per request of the run.
+func cpuPerReq(c bench.Case, r measured) string {
+	if r.ProxyCPU < 0 || len(r.Latencies) == 0 {
+		return "-"
+	}
+	return dur(r.ProxyCPU / time.Duration(len(r.Latencies)*max(c.Requests, 1)))
+}
+
+func dur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+}
+
+// squidVersion is the first line of squid -v, "squid" if it does not say.
+func squidVersion(bin string) string {
+	b, err := exec.Command(bin, "-v").Output()
+	first, _, _ := strings.Cut(string(b), "\n")
+	if err != nil || first == "" {
+		return "squid"
+	}
+	return strings.TrimPrefix(first, "Squid Cache: ")
+}
+
+// serveGateways is the gateways' process: it serves until its stdin ends, profiling
+// all the while if asked.
+func serveGateways(dir, cpuProfile, memProfile, mutexProfile string) error {
+	if memProfile != "" {
+		runtime.MemProfileRate = 4096
+	}
+	if mutexProfile != "" {
+		runtime.SetMutexProfileFraction(1)
+	}
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := bench.ServeGateways(dir, os.Stdin, os.Stdout); err != nil {
+		return err
+	}
+	for _, p := range []struct{ file, name string }{{memProfile, "allocs"}, {mutexProfile, "mutex"}} {
+		if p.file == "" {
+			continue
+		}
+		f, err := os.Create(p.file)
+		if err != nil {
+			return err
+		}
+		err = pprof.Lookup(p.name).WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -161,10 +368,10 @@ func rate(c bench.Case, r testing.BenchmarkResult) string {
 	return fmt.Sprintf("%.0f req/s", float64(max(c.Requests, 1))*1e9/ns)
 }
 
-// median returns the result with the median ns/op (the lower middle one for an even count).
-func median(rs []testing.BenchmarkResult) testing.BenchmarkResult {
+// median returns the run with the median ns/op (the lower middle one for an even count).
+func median(rs []measured) measured {
 	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b testing.BenchmarkResult) int { return int(a.NsPerOp() - b.NsPerOp()) })
+	slices.SortFunc(s, func(a, b measured) int { return int(a.NsPerOp() - b.NsPerOp()) })
 	return s[(len(s)-1)/2]
 }
 

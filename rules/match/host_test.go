@@ -223,6 +223,60 @@ func TestHostPatternCovers(t *testing.T) {
 	}
 }
 
+// The fast path answers exactly as the long way, and only for names in normal form.
+func FuzzNormalizeHostFastPath(f *testing.F) {
+	for _, s := range []string{
+		"api.example.test", "api.example.test.", "a", "a.b-c.d1", "ab--cd.test", "xn--bcher-kva.test",
+		"xn--abc.test", "1.2.3.4", "1.2.3.4.", "0x7f.1", "a.0x7f", "a.0xg", "a.123", "a.1a", "a-.b", "-a.b",
+		"a..b", ".a", "a.", "a..", "A.test", "a_b.test", "a.b:443", strings.Repeat("a", 63) + ".test",
+		strings.Repeat("a", 64) + ".test", strings.Repeat("a.", 126) + "b", strings.Repeat("a.", 127) + "b",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		name := strings.TrimSuffix(in, ".")
+		if !isNormalName(name) {
+			return
+		}
+		out, err := normalizeHost(in)
+		if err != nil || out != name {
+			t.Fatalf("fast path takes %q as %q; the long way says %q, %v", in, name, out, err)
+		}
+	})
+}
+
+// Names the fast path must leave to the long way: not in normal form, or refused.
+func TestNormalNameLeavesTheRestToTheLongWay(t *testing.T) {
+	for _, s := range []string{
+		"", "A.test", "ab--cd.test", "xn--bcher-kva.test", "1.2.3.4", "0x7f.1", "a.123", "a.0xff", "a-.b", "-a.b",
+		"a..b", ".a", "a.b:443", "a_b.test", "bücher.test", strings.Repeat("a", 64) + ".test",
+		strings.Repeat("a.", 127) + "b",
+	} {
+		if isNormalName(s) {
+			t.Errorf("isNormalName(%q) = true", s)
+		}
+	}
+	for _, s := range []string{"api.example.test", "a", "a.b-c.d1", "a.1a", "a.0xg", strings.Repeat("a", 63) + ".test",
+		strings.Repeat("a.", 126) + "b"} {
+		if !isNormalName(s) {
+			t.Errorf("isNormalName(%q) = false", s)
+		}
+	}
+}
+
+func BenchmarkNormalizeHost(b *testing.B) {
+	for _, h := range []string{"api.example.test", "API.Example.Test", "bücher.example.test"} {
+		b.Run(h, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := NormalizeHost(h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func FuzzNormalizeHost(f *testing.F) {
 	for _, s := range []string{
 		"api.example.test", "API.EXAMPLE.TEST.", "bücher.example.test", "xn--bcher-kva.test",

@@ -1,6 +1,7 @@
-// Package bench sets up an HTTPS upstream and a Sluice gateway in front of it on loopback, and
-// defines the cases that measure a request through the gateway against the same request sent
-// directly, for `make bench` and for the gateway package's Go benchmarks.
+// Package bench sets up an HTTPS upstream and Sluice gateways in front of it on loopback (in
+// this process or one of their own), and squid where asked, and defines the cases that
+// measure a request through each against the same request sent directly, for `make bench`
+// and for the gateway package's Go benchmarks.
 package bench
 
 import (
@@ -11,30 +12,22 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
-	"github.com/sluice-egress/sluice/gateway/guard"
-	"github.com/sluice-egress/sluice/phantom"
-	"github.com/sluice-egress/sluice/rules"
-	"github.com/sluice-egress/sluice/scanner"
 )
 
 // Names the upstream answers to. Every name under Domain resolves to the upstream (in the
@@ -72,15 +65,26 @@ const (
 	// every request with a scanner built as `sluice serve` builds it (production always
 	// scans).
 	GatewayScan
+	// Tunnel: an open CONNECT tunnel, no inspection: the Gateway's passthrough (the
+	// same listener, identification and policy, then bytes spliced both ways) to the
+	// upstream's second port; the client trusts the upstream's CA, as Direct.
+	Tunnel
+	// Squid: squid with ssl-bump on the same loads (squid.go); only when Start was
+	// given a squid binary.
+	Squid
 )
 
-// String returns "direct", "gateway" or "gateway+scan".
+// String returns "direct", "gateway", "gateway+scan", "tunnel" or "squid".
 func (v Via) String() string {
 	switch v {
 	case Gateway:
 		return "gateway"
 	case GatewayScan:
 		return "gateway+scan"
+	case Tunnel:
+		return "tunnel"
+	case Squid:
+		return "squid"
 	}
 	return "direct"
 }
@@ -94,22 +98,29 @@ type Env struct {
 	ProxyAddr string
 	// ScanProxyAddr is the scanning gateway's "127.0.0.1:port".
 	ScanProxyAddr string
+	// SquidAddr is squid's "127.0.0.1:port"; empty without squid.
+	SquidAddr string
 	// UploadBody is the body of the upload case: BodySize bytes of benign chat-completions
 	// JSON (plain-text messages), so that the scanner does the work a real request asks.
 	UploadBody []byte
 
-	port      int
-	token     string
-	dir       string
-	upRoots   *x509.CertPool // trusts the upstream's CA: direct clients and the gateway
-	tenantCAs *x509.CertPool // trusts the tenant's CA: clients through the gateway
-	gw        *gateway.Gateway
-	gwScan    *gateway.Gateway
-	upstream  *http.Server
-	cold      atomic.Int64
+	port          int
+	tunnelPort    int // the upstream's second listener, which the policy passes through blind
+	token         string
+	dir           string
+	upRoots       *x509.CertPool // trusts the upstream's CA: direct clients and the gateway
+	pemUpstreamCA []byte         // the same CA in PEM, for the gateways' process and squid
+	tenantCAs     *x509.CertPool // trusts the tenant's CA: clients through the gateway
+	gw            *gateway.Gateway
+	gwScan        *gateway.Gateway
+	upstream      *http.Server
+	cold          atomic.Int64
+	child         *child // the gateways' process; nil: they run in this one
+	squid         *squid
 
 	mu      sync.Mutex
 	lastErr error
+	last    Run
 }
 
 // LastError returns the error the last failed case stopped at, nil if none did.
@@ -126,27 +137,24 @@ func (e *Env) fail(err error) {
 	e.mu.Unlock()
 }
 
-// policy is the config: %[1]d is the upstream's port. Resolution is the guard's Resolver's
-// job (every name under Domain), so upstream.hosts stays empty. No scanning keys: the
-// scanner runs on the defaults; its key and canary file live in data_dir.
-const policy = `
-version: 1
-data_dir: data
-tenants:
-  bench:
-    token_file: bench.token
-    classes:
-      agent:
-        allow:
-          - host: bench.example.test
-            ports: [%[1]d]
-          - host: "*.bench.example.test"
-            ports: [%[1]d]
-`
+// Options say where Start runs the proxies. The zero value runs the gateways in this
+// process and no squid.
+type Options struct {
+	// Child, if set, is the command line (program and arguments) of a process that runs
+	// ServeGateways; Start appends the directory to it. The gateways' CPU time and memory
+	// are then read from /proc for that process alone. Empty: in this process, where
+	// their CPU time cannot be told from the client's.
+	Child []string
+	// Squid, if set, is the squid binary to measure beside the gateway (squid.go).
+	Squid string
+}
 
-// Start starts the upstream and the gateway. Temporary files (the policy, the token and the
-// tenant CA) live in a directory that Close removes.
-func Start() (_ *Env, err error) {
+// Start starts the upstream and the gateways in this process.
+func Start() (*Env, error) { return StartWith(Options{}) }
+
+// StartWith starts the upstream, the gateways and, if asked, squid. Temporary files (the
+// policy, the token and the tenant CA) live in a directory that Close removes.
+func StartWith(opts Options) (_ *Env, err error) {
 	e := &Env{}
 	defer func() {
 		if err != nil {
@@ -161,15 +169,36 @@ func Start() (_ *Env, err error) {
 	if err := e.startUpstream(); err != nil {
 		return nil, err
 	}
-	if err := e.startGateway(); err != nil {
+	if err := e.writeGatewayFiles(); err != nil {
 		return nil, err
+	}
+	if len(opts.Child) > 0 {
+		if e.child, err = startChild(opts.Child, e.dir); err != nil {
+			return nil, err
+		}
+		e.ProxyAddr, e.ScanProxyAddr = e.child.proxy, e.child.scanProxy
+	} else if err := e.serveGateways(); err != nil {
+		return nil, err
+	}
+	if opts.Squid != "" {
+		if e.squid, err = startSquid(opts.Squid, e.port, e.pemUpstreamCA); err != nil {
+			return nil, err
+		}
+		e.SquidAddr = e.squid.addr
 	}
 	return e, nil
 }
 
-// Close stops the gateway and the upstream and removes the temporary directory.
+// Close stops squid, the gateways (and their process) and the upstream, and removes the
+// temporary directory.
 func (e *Env) Close() error {
 	var errs []error
+	if e.squid != nil {
+		errs = append(errs, e.squid.stop())
+	}
+	if e.child != nil {
+		errs = append(errs, e.child.stop())
+	}
 	for _, gw := range []*gateway.Gateway{e.gw, e.gwScan} {
 		if gw != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -187,11 +216,13 @@ func (e *Env) Close() error {
 }
 
 func (e *Env) startUpstream() error {
-	cert, pool, err := upstreamCert()
+	cert, caPEM, err := upstreamCert()
 	if err != nil {
 		return err
 	}
-	e.upRoots = pool
+	e.pemUpstreamCA = caPEM
+	e.upRoots = x509.NewCertPool()
+	e.upRoots.AppendCertsFromPEM(caPEM)
 	payload := make([]byte, BodySize)
 	if _, err := rand.Read(payload); err != nil {
 		return fmt.Errorf("bench: payload: %w", err)
@@ -216,8 +247,14 @@ func (e *Env) startUpstream() error {
 	if err != nil {
 		return fmt.Errorf("bench: upstream listener: %w", err)
 	}
+	lt, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("bench: upstream listener: %w", err)
+	}
 	e.UpstreamAddr = l.Addr().String()
 	e.port = l.Addr().(*net.TCPAddr).Port
+	e.tunnelPort = lt.Addr().(*net.TCPAddr).Port
 	e.upstream = &http.Server{
 		Handler:           mux,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
@@ -225,13 +262,15 @@ func (e *Env) startUpstream() error {
 		ErrorLog:          nil,
 	}
 	go e.upstream.ServeTLS(l, "", "")
+	go e.upstream.ServeTLS(lt, "", "")
 	return nil
 }
 
 // upstreamCert mints a throwaway CA and a leaf for Domain and *.Domain, ECDSA P-256 like
 // the gateway's leaves, so that both paths pay for the same kind of handshake signature.
-func upstreamCert() (tls.Certificate, *x509.CertPool, error) {
-	fail := func(what string, err error) (tls.Certificate, *x509.CertPool, error) {
+// It returns the leaf and the CA's certificate in PEM.
+func upstreamCert() (tls.Certificate, []byte, error) {
+	fail := func(what string, err error) (tls.Certificate, []byte, error) {
 		return tls.Certificate{}, nil, fmt.Errorf("bench: upstream %s: %w", what, err)
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -281,131 +320,8 @@ func upstreamCert() (tls.Certificate, *x509.CertPool, error) {
 	if err != nil {
 		return fail("leaf certificate", err)
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool, nil
-}
-
-func (e *Env) startGateway() error {
-	tok, err := rules.NewToken()
-	if err != nil {
-		return fmt.Errorf("bench: token: %w", err)
-	}
-	e.token = tok
-	if err := os.WriteFile(filepath.Join(e.dir, "bench.token"), []byte(tok+"\n"), 0o600); err != nil {
-		return fmt.Errorf("bench: token file: %w", err)
-	}
-	cfgPath := filepath.Join(e.dir, "sluice.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, policy, e.port), 0o600); err != nil {
-		return fmt.Errorf("bench: policy file: %w", err)
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		return fmt.Errorf("bench: load policy: %w", err)
-	}
-	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		return fmt.Errorf("bench: compile policy: %w", err)
-	}
-	quiet := slog.New(slog.DiscardHandler)
-	cas := &ca.Store{Dir: filepath.Join(e.dir, "ca"), Logger: quiet}
-	auth, err := cas.Authority(Tenant)
-	if err != nil {
-		return fmt.Errorf("bench: tenant CA: %w", err)
-	}
-	e.tenantCAs = x509.NewCertPool()
-	e.tenantCAs.AddCert(auth.Certificate())
-
-	loopback := netip.MustParseAddr("127.0.0.1")
-	newGateway := func() *gateway.Gateway {
-		return &gateway.Gateway{
-			Policy: engine,
-			Leaf: func(tenant, host string) (*tls.Certificate, error) {
-				a, err := cas.Authority(tenant)
-				if err != nil {
-					return nil, err
-				}
-				return a.Leaf(host)
-			},
-			Dialer: &guard.Dialer{
-				Resolver: domainResolver{addr: loopback},
-				// The upstream lives on loopback: take loopback out of the deny ranges (and
-				// out of the gateway's own addresses), and leave every other range denied.
-				Deny: withoutLoopback(guard.DefaultDeny()),
-				Self: func() []netip.Addr { return nil },
-			},
-			RootCAs: e.upRoots,
-			Logger:  quiet,
-		}
-	}
-	e.gw = newGateway()
-	if e.ProxyAddr, err = serve(e.gw); err != nil {
-		return err
-	}
-
-	sc, err := newScanner(cfg)
-	if err != nil {
-		return err
-	}
-	// As `sluice serve` does (openCredentials): a phantom registry in the data directory,
-	// here with no credentials, is both the scanner's PhantomSet and the gateway's swap.
-	reg := &phantom.Registry{Dir: cfg.DataPath(), Key: sc.Key}
-	sc.Phantoms = reg
-	e.gwScan = newGateway()
-	e.gwScan.Scanner = sc
-	e.gwScan.Credentials = reg
-	if e.ScanProxyAddr, err = serve(e.gwScan); err != nil {
-		return err
-	}
-	return nil
-}
-
-// serve starts gw on a loopback port and returns its address.
-func serve(gw *gateway.Gateway) (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("bench: proxy listener: %w", err)
-	}
-	go gw.Serve(l)
-	return l.Addr().String(), nil
-}
-
-// newScanner builds the scanner with scanner.Build, as cmd/sluice does for cfg: the shipped rule
-// packs compiled once, the scanning policy, a fingerprint key created in the data
-// directory and the canaries kept there. It refuses scanning keys that it does not
-// reproduce (rule packs, actions, bindings, per-tenant overrides): the bench policy sets none.
-func newScanner(cfg *config.Config) (*scanner.Scanner, error) {
-	s := cfg.Scanning
-	if len(s.RulePacks) > 0 || len(s.Actions) > 0 || len(s.Bindings) > 0 || len(s.Tenants) > 0 {
-		return nil, errors.New("bench: the bench policy must not set scanning rule packs, actions, bindings or tenants")
-	}
-	sc, err := scanner.Build(scanner.Options{
-		Policy: scanner.Policy{
-			Actions:           map[string]scanner.Action{},
-			NoDefaultBindings: s.NoDefaultBindings,
-			ForwardOversize:   s.ForwardsOversize(),
-		},
-		DataDir:      cfg.DataPath(),
-		CreateKey:    true,
-		MaxBodyBytes: int64(s.MaxBodyBytes),
-		DecodeDepth:  s.DecodeDepth,
-		Timeout:      time.Duration(s.Timeout),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench: scanner: %w", err)
-	}
-	return sc, nil
-}
-
-func withoutLoopback(ps []netip.Prefix) []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range ps {
-		if p.Contains(netip.MustParseAddr("127.0.0.1")) || p.Contains(netip.IPv6Loopback()) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caPEM, nil
 }
 
 // domainResolver resolves Domain and every name under it to addr, and nothing else.
@@ -417,8 +333,6 @@ func (r domainResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
-
-func inDomain(host string) bool { return host == Domain || strings.HasSuffix(host, "."+Domain) }
 
 // Client returns an HTTP/1.1 client that reaches the upstream via v. With keepAlive false
 // every request opens a new connection and a full TLS handshake (no session resumption:
@@ -436,13 +350,19 @@ func (e *Env) client(v Via, keepAlive, h2 bool) *http.Client {
 		ForceAttemptHTTP2: h2,
 	}
 	switch v {
-	case Gateway, GatewayScan:
-		proxy := e.ProxyAddr
-		if v == GatewayScan {
+	case Gateway, GatewayScan, Tunnel:
+		proxy, roots := e.ProxyAddr, e.tenantCAs
+		switch v {
+		case GatewayScan:
 			proxy = e.ScanProxyAddr
+		case Tunnel:
+			roots = e.upRoots // blind: the upstream's own certificate comes through
 		}
 		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword(Tenant, e.token), Host: proxy})
-		tr.TLSClientConfig = &tls.Config{RootCAs: e.tenantCAs}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots}
+	case Squid:
+		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: e.SquidAddr})
+		tr.TLSClientConfig = &tls.Config{RootCAs: e.squid.roots}
 	default:
 		tr.Proxy = nil // never an HTTPS_PROXY from the environment
 		tr.TLSClientConfig = &tls.Config{RootCAs: e.upRoots}
@@ -459,9 +379,14 @@ func (e *Env) client(v Via, keepAlive, h2 bool) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// URL returns the https URL of path on host at the upstream's port.
-func (e *Env) URL(host, path string) string {
-	return "https://" + net.JoinHostPort(host, strconv.Itoa(e.port)) + path
+// URL returns the https URL of path on host at the upstream's port that v reaches: the
+// second, passed-through one for Tunnel.
+func (e *Env) URL(v Via, host, path string) string {
+	port := e.port
+	if v == Tunnel {
+		port = e.tunnelPort
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(port)) + path
 }
 
 // ColdHost returns a name under Domain that no earlier call returned, so that the

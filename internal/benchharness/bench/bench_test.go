@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -49,7 +54,7 @@ func TestCheckPeerRefusesTheOtherPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := e.Client(tc.sent, false)
 			host := e.ColdHost()
-			resp, err := c.Get(e.URL(host, pathSmall))
+			resp, err := c.Get(e.URL(tc.sent, host, pathSmall))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,11 +96,7 @@ func TestCases(t *testing.T) {
 	}
 	t.Cleanup(func() { flag.Set("test.benchtime", old) })
 	for _, c := range Cases() {
-		vias := []Via{Direct, Gateway}
-		if c.Scan {
-			vias = append(vias, GatewayScan)
-		}
-		for _, v := range vias {
+		for _, v := range e.Vias(c) {
 			t.Run(c.Name+"/"+v.String(), func(t *testing.T) {
 				r := testing.Benchmark(func(b *testing.B) { c.Run(b, e, v) })
 				if r.N != 3 {
@@ -184,7 +185,7 @@ func TestScanGatewayRefusesSecretOthersForward(t *testing.T) {
 	}
 	for _, v := range []Via{Direct, Gateway, GatewayScan} {
 		t.Run(v.String(), func(t *testing.T) {
-			err := upload(e.Client(v, false), e.URL(Domain, pathUpload), body)
+			err := upload(e.Client(v, false), e.URL(v, Domain, pathUpload), body)
 			if v == GatewayScan {
 				err = refusedAsSecret(err)
 			}
@@ -192,5 +193,113 @@ func TestScanGatewayRefusesSecretOthersForward(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// childEnv, when set, makes this test binary the gateways' process (see
+// TestGatewaysInTheirOwnProcess); its last argument is the directory.
+const childEnv = "SLUICE_BENCH_TEST_CHILD"
+
+func TestHelperServeGateways(t *testing.T) {
+	if os.Getenv(childEnv) == "" {
+		t.Skip("the gateways' process of TestGatewaysInTheirOwnProcess")
+	}
+	if err := ServeGateways(flag.Arg(flag.NArg()-1), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// The gateways in a process of their own pass the same checks, and their CPU time and
+// memory are read from it.
+func TestGatewaysInTheirOwnProcess(t *testing.T) {
+	t.Setenv(childEnv, "1")
+	e, err := StartWith(Options{Child: []string{os.Args[0], "-test.run=^TestHelperServeGateways$"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	if e.gw != nil || e.child == nil {
+		t.Fatal("the gateways run in the test's process")
+	}
+	if err := Check(e); err != nil {
+		t.Fatal(err)
+	}
+	old := flag.Lookup("test.benchtime").Value.String()
+	flag.Set("test.benchtime", "20x")
+	t.Cleanup(func() { flag.Set("test.benchtime", old) })
+	for _, v := range []Via{Direct, Tunnel, Gateway} {
+		r := testing.Benchmark(func(b *testing.B) { Cases()[0].Run(b, e, v) })
+		run := e.LastRun()
+		if r.N != 20 || len(run.Latencies) != 20 {
+			t.Fatalf("%s: %d iterations, %d latencies; last error %v", v, r.N, len(run.Latencies), e.LastError())
+		}
+		if (run.ProxyCPU < 0) != (v == Direct) {
+			t.Errorf("%s: proxy CPU %v", v, run.ProxyCPU)
+		}
+	}
+	i, err := e.IdleTunnels(Gateway, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i.Before <= 0 || i.After <= 0 || i.Goroutines < 0.5 {
+		t.Fatalf("idle tunnels: %+v", i)
+	}
+	if _, err := e.IdleTunnels(Direct, 20); err == nil {
+		t.Fatal("idle direct connections measured as tunnels")
+	}
+}
+
+// Squid, where installed, passes the checks: its leaf for the host, the upstream
+// reached, and nothing outside it.
+func TestSquid(t *testing.T) {
+	bin, err := exec.LookPath("squid")
+	if err != nil {
+		t.Skip("squid not installed")
+	}
+	start := time.Now()
+	e, err := StartWith(Options{Squid: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started in %v", time.Since(start))
+	t.Cleanup(func() { e.Close() })
+	if err := Check(e); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	resp, err := e.Client(Squid, false).Get("https://" + net.JoinHostPort(Domain, "1") + "/")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("squid reached a port other than the upstream's")
+		}
+	}
+	t.Logf("port 1 refused in %v: %v", time.Since(start), cmpErr(resp, err))
+}
+
+func cmpErr(resp *http.Response, err error) any {
+	if err != nil {
+		return err
+	}
+	return resp.Status
+}
+
+func TestProcReadings(t *testing.T) {
+	cpu, err := procCPU(os.Getpid())
+	if err != nil || cpu <= 0 {
+		t.Fatalf("procCPU: %v, %v", cpu, err)
+	}
+	rss, err := procRSS(os.Getpid())
+	if err != nil || rss < 1<<20 {
+		t.Fatalf("procRSS: %d, %v", rss, err)
+	}
+	if _, err := procCPU(-1); err == nil {
+		t.Fatal("procCPU of no process")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -25,8 +26,11 @@ type Case struct {
 	Bytes int64
 	// Requests is how many requests one operation makes; zero: one.
 	Requests int
-	// Scan: the case is measured via GatewayScan too; false: via Direct and Gateway only.
+	// Scan: the case is measured via GatewayScan too.
 	Scan bool
+	// NoSquid: the case is not measured via Squid (HTTP/2: squid speaks HTTP/1.1 to
+	// its clients).
+	NoSquid bool
 	// Run measures the case via v, one request per b.Loop iteration. Setup (client,
 	// a first request that opens the connection or warms the leaf cache) is not timed.
 	Run func(b *testing.B, e *Env, v Via)
@@ -40,7 +44,7 @@ func Cases() []Case {
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
-				loop(b, e, func() error { return getSmall(c, e.URL(Domain, pathSmall)) })
+				loop(b, e, v, func() error { return getSmall(c, e.URL(v, Domain, pathSmall)) })
 			},
 		},
 		{
@@ -49,7 +53,7 @@ func Cases() []Case {
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
-				loop(b, e, func() error { return upload(c, e.URL(Domain, pathUpload), e.UploadBody) })
+				loop(b, e, v, func() error { return upload(c, e.URL(v, Domain, pathUpload), e.UploadBody) })
 			},
 		},
 		{
@@ -57,7 +61,7 @@ func Cases() []Case {
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
-				loop(b, e, func() error { return download(c, e.URL(Domain, pathDownload)) })
+				loop(b, e, v, func() error { return download(c, e.URL(v, Domain, pathDownload)) })
 			},
 		},
 		{
@@ -65,22 +69,23 @@ func Cases() []Case {
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.client(v, true, false)
 				defer c.CloseIdleConnections()
-				loop(b, e, func() error { return parallel(16, func() error { return getProto(c, e.URL(Domain, pathSmall), 1) }) })
+				loop(b, e, v, func() error { return parallel(16, func() error { return getProto(c, e.URL(v, Domain, pathSmall), 1) }) })
 			},
 		},
 		{
 			Name: "h2-16streams", Desc: "16 small GETs at once as 16 streams on one HTTP/2 connection", Scan: true, Requests: 16,
+			NoSquid: true,
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.client(v, true, true)
 				defer c.CloseIdleConnections()
-				loop(b, e, func() error { return parallel(16, func() error { return getProto(c, e.URL(Domain, pathSmall), 2) }) })
+				loop(b, e, v, func() error { return parallel(16, func() error { return getProto(c, e.URL(v, Domain, pathSmall), 2) }) })
 			},
 		},
 		{
 			Name: "newconn-warm", Desc: "small GET on a new TLS connection, same host (gateway leaf cached, upstream connection pooled)",
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, false)
-				loop(b, e, func() error { return getSmall(c, e.URL(Domain, pathSmall)) })
+				loop(b, e, v, func() error { return getSmall(c, e.URL(v, Domain, pathSmall)) })
 			},
 		},
 		{
@@ -89,22 +94,76 @@ func Cases() []Case {
 				c := e.Client(v, false)
 				// The first request is not timed; every timed one names a host never seen.
 				first := true
-				loop(b, e, func() error {
+				loop(b, e, v, func() error {
 					host := Domain
 					if !first {
 						host = e.ColdHost()
 					}
 					first = false
-					return getSmall(c, e.URL(host, pathSmall))
+					return getSmall(c, e.URL(v, host, pathSmall))
 				})
 			},
 		},
 	}
 }
 
+// Vias returns the paths c is measured on in e, in the order the harness prints them.
+func (e *Env) Vias(c Case) []Via {
+	vias := []Via{Direct, Tunnel}
+	if e.squid != nil && !c.NoSquid {
+		vias = append(vias, Squid)
+	}
+	vias = append(vias, Gateway)
+	if c.Scan {
+		vias = append(vias, GatewayScan)
+	}
+	return vias
+}
+
+// Run is what the timed iterations of a case's last run (the ones testing.Benchmark
+// reports) took besides their time.
+type Run struct {
+	// Latencies holds each operation's time, in order.
+	Latencies []time.Duration
+	// ProxyCPU is the CPU time the proxy's process used meanwhile; -1: not known
+	// (direct, or the gateways run in the harness's own process).
+	ProxyCPU time.Duration
+}
+
+// LastRun returns what the last run of a case measured besides its time.
+func (e *Env) LastRun() Run {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.last
+}
+
+// proxyCPU is the CPU time used so far by the process that proxies v; -1 if none does,
+// or if it is this one.
+func (e *Env) proxyCPU(v Via) time.Duration {
+	pid := e.proxyPID(v)
+	if pid == 0 {
+		return -1
+	}
+	d, err := procCPU(pid)
+	if err != nil {
+		return -1
+	}
+	return d
+}
+
+func (e *Env) proxyPID(v Via) int {
+	switch {
+	case v == Squid && e.squid != nil:
+		return e.squid.pid()
+	case v != Direct && v != Squid && e.child != nil:
+		return e.child.pid()
+	}
+	return 0
+}
+
 // loop runs op once untimed (opening the connection, warming caches), then once per
-// b.Loop iteration; it stops the benchmark at the first error.
-func loop(b *testing.B, e *Env, op func() error) {
+// b.Loop iteration, timing each; it stops the benchmark at the first error.
+func loop(b *testing.B, e *Env, v Via, op func() error) {
 	b.Helper()
 	if err := op(); err != nil {
 		err = fmt.Errorf("%s: first request: %w", b.Name(), err)
@@ -112,13 +171,26 @@ func loop(b *testing.B, e *Env, op func() error) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	var lat []time.Duration
+	cpu := e.proxyCPU(v)
 	for b.Loop() {
-		if err := op(); err != nil {
+		t := time.Now()
+		err := op()
+		lat = append(lat, time.Since(t))
+		if err != nil {
 			err = fmt.Errorf("%s: %w", b.Name(), err)
 			e.fail(err)
 			b.Fatal(err)
 		}
 	}
+	if cpu >= 0 {
+		if after := e.proxyCPU(v); after >= 0 {
+			cpu = after - cpu
+		}
+	}
+	e.mu.Lock()
+	e.last = Run{Latencies: lat, ProxyCPU: cpu}
+	e.mu.Unlock()
 }
 
 func getSmall(c *http.Client, url string) error {
@@ -206,21 +278,24 @@ func Check(e *Env) error {
 	if err != nil {
 		return err
 	}
-	for _, v := range []Via{Direct, Gateway, GatewayScan} {
+	for _, v := range []Via{Direct, Tunnel, Squid, Gateway, GatewayScan} {
+		if v == Squid && e.squid == nil {
+			continue
+		}
 		c := e.Client(v, true)
 		errs = append(errs,
-			getSmall(c, e.URL(Domain, pathSmall)),
-			upload(c, e.URL(Domain, pathUpload), e.UploadBody),
-			download(c, e.URL(Domain, pathDownload)),
+			getSmall(c, e.URL(v, Domain, pathSmall)),
+			upload(c, e.URL(v, Domain, pathUpload), e.UploadBody),
+			download(c, e.URL(v, Domain, pathDownload)),
 		)
-		err := upload(c, e.URL(Domain, pathUpload), secretBody)
+		err := upload(c, e.URL(v, Domain, pathUpload), secretBody)
 		if v == GatewayScan {
 			errs = append(errs, refusedAsSecret(err))
 		} else if err != nil {
 			errs = append(errs, fmt.Errorf("%s: the body with a fake secret did not pass unscanned: %w", v, err))
 		}
 		host := e.ColdHost()
-		resp, err := c.Get(e.URL(host, pathSmall))
+		resp, err := c.Get(e.URL(v, host, pathSmall))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", v, err))
 			continue
@@ -229,11 +304,19 @@ func Check(e *Env) error {
 		errs = append(errs, checkPeer(resp, v, e, host))
 		c.CloseIdleConnections()
 	}
-	// The policy allows only names under Domain: the gateway must refuse another one.
-	resp, err := e.Client(Gateway, false).Get("https://other.example.test/")
-	if err == nil {
-		resp.Body.Close()
-		errs = append(errs, fmt.Errorf("gateway let a request to other.example.test through: %s", resp.Status))
+	// The policy allows only names under Domain: the gateway must refuse another one,
+	// and squid, which reaches only the upstream, too.
+	for _, v := range []Via{Gateway, Squid} {
+		if v == Squid && e.squid == nil {
+			continue
+		}
+		resp, err := e.Client(v, false).Get("https://other.example.test/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				errs = append(errs, fmt.Errorf("%s let a request to other.example.test through: %s", v, resp.Status))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -368,19 +451,23 @@ func prose(r *rand.Rand, n int) string {
 	return sb.String()
 }
 
-// checkPeer verifies whose certificate answered: the upstream's (for *.Domain) directly,
-// the tenant CA's leaf for exactly host through the gateway.
+// checkPeer verifies whose certificate answered: the upstream's (for *.Domain) directly
+// and through the blind tunnel, the tenant CA's leaf for exactly host through the
+// gateway, a leaf of squid's CA through squid.
 func checkPeer(resp *http.Response, v Via, e *Env, host string) error {
 	if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
 		return fmt.Errorf("%s: no TLS peer certificate", v)
 	}
 	leaf := resp.TLS.PeerCertificates[0]
 	roots := e.upRoots
-	if v != Direct {
+	switch v {
+	case Gateway, GatewayScan:
 		roots = e.tenantCAs
 		if len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != host {
 			return fmt.Errorf("gateway: leaf names %v, want exactly %s", leaf.DNSNames, host)
 		}
+	case Squid:
+		roots = e.squid.roots
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host}); err != nil {
 		return fmt.Errorf("%s: peer certificate: %w", v, err)
