@@ -17,8 +17,7 @@ const (
 	fWords                  // a BIP-39 phrase: 12 to 24 wordlist words in a row with its checksum
 )
 
-// Byte classes for features: most bytes of prose are lower-case letters
-// and spaces, which take the short path.
+// Byte classes for features.
 const (
 	clOther = iota
 	clLower
@@ -54,41 +53,40 @@ func features(s string) uint32 {
 // featureScan is features and, when fWords is set, the spans of s that
 // hold the phrases: each starts and ends where mnemonics cuts a run, so
 // that mnemonics reads the same runs in them as in s.
+//
+// It is the scanner's per-byte pass for the own detectors, so its common
+// bytes take short paths: a run of lower-case letters is one tight loop,
+// and wordlist lookups wait until twelve words of a wordlist word's shape
+// (3 to 8 lower-case letters) stand in a row, which prose and code rarely
+// have (appendPhrases then reads that run word by word).
 func featureScan(s string) (f uint32, phrases [][2]int) {
-	runStart := 0        // where the current run of wordlist words was last cut
-	var idx [24]uint16   // the run's words' wordlist indices
 	digits := 0          // digits in a row (spaces and dashes allowed between)
 	word, b58 := 0, true // letters and digits in a row; all base58 digits
 	// Words as mnemonics reads them: runs of letters (ASCII and any byte
 	// from 0x80) split by white space; a run of wordlist words is cut by
-	// any other word or byte, and only one of a phrase's lengths is worth
-	// mnemonics' reading.
-	letters, run := 0, 0 // letters in the current word; wordlist words in a row
-	lowerOnly := true    // the current word is all lower-case ASCII
-	var packed uint64    // its letters, packed as bip39Set packs them
-	set := bip39Words39()
+	// any other word or byte.
+	letters := 0      // letters in the current word
+	lowerOnly := true // the current word is all lower-case ASCII
+	shapes := 0       // words of a wordlist word's shape in a row
+	runStart := 0     // where that run was last cut
 	cut := func(i int) {
-		switch run {
-		case 12, 15, 18, 21, 24:
-			if bip39ChecksumOf(idx[:run]) {
+		if shapes >= 12 {
+			var ok bool
+			if phrases, ok = appendPhrases(phrases, s, runStart, i); ok {
 				f |= fWords
-				phrases = append(phrases, [2]int{runStart, i})
 			}
 		}
-		run, runStart = 0, i
+		shapes, runStart = 0, i
 	}
 	// endLetters ends the current word at a byte that is no letter.
 	endLetters := func(i int, space bool) {
 		if letters > 0 {
-			if v, ok := set.index(packed); ok && lowerOnly && letters >= 3 && letters <= 8 {
-				if run < len(idx) {
-					idx[run] = v
-				}
-				run++
+			if lowerOnly && letters >= 3 && letters <= 8 {
+				shapes++
 			} else {
 				cut(i)
 			}
-			letters, packed, lowerOnly = 0, 0, true
+			letters, lowerOnly = 0, true
 		}
 		if !space {
 			cut(i)
@@ -102,28 +100,36 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch byteClass[c] {
-		case clLower:
-			letters++
-			packed = packed<<8 | uint64(c)
-			word++
-			switch c {
-			case 'l':
+		if t := lowerRun[c]; t != 0 {
+			j := i + 1
+			for j < len(s) && lowerRun[s[j]] != 0 {
+				t |= lowerRun[s[j]]
+				j++
+			}
+			letters += j - i
+			word += j - i
+			digits = 0
+			if t&lowerL != 0 {
 				b58 = false
-			case 'y':
-				if i >= 2 && s[i-1] == 'e' && (s[i-2] == 'k' || s[i-2] == 'K') {
-					f |= fKeyWord
+			}
+			if t&lowerY != 0 && f&fKeyWord == 0 {
+				for k := max(i, 2); k < j; k++ {
+					if s[k] == 'y' && s[k-1] == 'e' && (s[k-2] == 'k' || s[k-2] == 'K') {
+						f |= fKeyWord
+						break
+					}
 				}
 			}
-			digits = 0
+			i = j - 1
 			continue
+		}
+		switch byteClass[c] {
 		case clSpace:
 			endLetters(i, true)
 			endWord(i)
-			if c == ' ' {
-				continue // between digit groups too
+			if c != ' ' { // a space may stand between digit groups
+				digits = 0
 			}
-			digits = 0
 			continue
 		case clDigit:
 			if digits++; digits >= 13 {
@@ -202,6 +208,79 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 	endWord(len(s))
 	endLetters(len(s), false)
 	return f, phrases
+}
+
+// lowerRun marks the lower-case letters for featureScan's tight loop, with
+// the two that need a second look: l (no base58 digit) and y (of "key").
+const (
+	lowerAny = 1 << iota
+	lowerL
+	lowerY
+)
+
+var lowerRun = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = lowerAny
+	}
+	t['l'] |= lowerL
+	t['y'] |= lowerY
+	return t
+}()
+
+// appendPhrases reads s[start:end], a run that featureScan cut at both
+// ends, word by word as mnemonics does, and appends the spans of its
+// phrases (12 to 24 wordlist words in a row with a valid checksum); ok
+// reports whether there was one.
+func appendPhrases(phrases [][2]int, s string, start, end int) (_ [][2]int, ok bool) {
+	set := bip39Words39()
+	var idx [24]uint16 // the run's words' wordlist indices
+	run, runStart := 0, start
+	letters, lowerOnly := 0, true
+	var packed uint64
+	cut := func(i int) {
+		switch run {
+		case 12, 15, 18, 21, 24:
+			if bip39ChecksumOf(idx[:run]) {
+				ok = true
+				phrases = append(phrases, [2]int{runStart, i})
+			}
+		}
+		run, runStart = 0, i
+	}
+	endLetters := func(i int, space bool) {
+		if letters > 0 {
+			v, in := uint16(0), false
+			if lowerOnly && letters >= 3 && letters <= 8 {
+				v, in = set.index(packed)
+			}
+			if in {
+				if run < len(idx) {
+					idx[run] = v
+				}
+				run++
+			} else {
+				cut(i)
+			}
+			letters, packed, lowerOnly = 0, 0, true
+		}
+		if !space {
+			cut(i)
+		}
+	}
+	for i := start; i < end; i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z':
+			letters++
+			packed = packed<<8 | uint64(c)
+		case c >= 'A' && c <= 'Z' || c >= 0x80:
+			letters++
+			lowerOnly = false
+		default:
+			endLetters(i, byteClass[c] == clSpace)
+		}
+	}
+	endLetters(end, false)
+	return phrases, ok
 }
 
 // delimitedHexAt sets fDelimHex when three hex bytes split by one
