@@ -1,5 +1,10 @@
 package scanner
 
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
 // Features of a text that the own detectors need, found in one pass, so
 // that a detector whose marks are absent does not read the text at all.
 const (
@@ -56,41 +61,52 @@ func features(s string) uint32 {
 //
 // It is the scanner's per-byte pass for the own detectors, so its common
 // bytes take short paths: a run of lower-case letters is one tight loop,
-// and wordlist lookups wait until twelve words of a wordlist word's shape
-// (3 to 8 lower-case letters) stand in a row, which prose and code rarely
-// have (appendPhrases then reads that run word by word).
+// and a word is looked up in the wordlist once, at its end, packed by one
+// load of the eight bytes before it.
 func featureScan(s string) (f uint32, phrases [][2]int) {
 	digits := 0          // digits in a row (spaces and dashes allowed between)
 	word, b58 := 0, true // letters and digits in a row; all base58 digits
 	// Words as mnemonics reads them: runs of letters (ASCII and any byte
 	// from 0x80) split by white space; a run of wordlist words is cut by
 	// any other word or byte.
-	letters := 0      // letters in the current word
-	lowerOnly := true // the current word is all lower-case ASCII
-	shapes := 0       // words of a wordlist word's shape in a row
-	runStart := 0     // where that run was last cut
+	letters := 0       // letters in the current word
+	lowerOnly := true  // the current word is all lower-case ASCII
+	run := 0           // wordlist words in a row
+	runStart := 0      // where the run was last cut
+	var idx [24]uint16 // the run's words' wordlist indices
+	set := bip39Words39()
 	cut := func(i int) {
-		if shapes >= 12 {
-			var ok bool
-			if phrases, ok = appendPhrases(phrases, s, runStart, i); ok {
+		switch run {
+		case 12, 15, 18, 21, 24:
+			if bip39ChecksumOf(idx[:run]) {
 				f |= fWords
+				phrases = append(phrases, [2]int{runStart, i})
 			}
 		}
-		shapes, runStart = 0, i
+		run, runStart = 0, i
 	}
-	// endLetters ends the current word at a byte that is no letter.
-	endLetters := func(i int, space bool) {
-		if letters > 0 {
-			if lowerOnly && letters >= 3 && letters <= 8 {
-				shapes++
-			} else {
-				cut(i)
+	// endLetters ends the current word (letters > 0) at a byte that is no
+	// letter; the callers cut the run at any byte but white space, cheaply
+	// when there is no run.
+	endLetters := func(i int) {
+		in := false
+		if lowerOnly && letters >= 3 && letters <= 8 {
+			var v uint16
+			if v, in = set.index(packedBefore(s, i, letters)); in {
+				if run < len(idx) {
+					idx[run] = v
+				}
+				run++
 			}
-			letters, lowerOnly = 0, true
 		}
-		if !space {
-			cut(i)
+		if !in {
+			if run > 0 {
+				cut(i)
+			} else {
+				runStart = i
+			}
 		}
+		letters, lowerOnly = 0, true
 	}
 	endWord := func(i int) { // at a byte that ends a word of letters and digits
 		if b58 && word >= 26 && word <= 112 {
@@ -125,7 +141,9 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 		}
 		switch byteClass[c] {
 		case clSpace:
-			endLetters(i, true)
+			if letters > 0 {
+				endLetters(i)
+			}
 			endWord(i)
 			if c != ' ' { // a space may stand between digit groups
 				digits = 0
@@ -145,7 +163,14 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
 			}
-			endLetters(i, false)
+			if letters > 0 {
+				endLetters(i)
+			}
+			if run > 0 {
+				cut(i)
+			} else {
+				runStart = i
+			}
 			if i+7 < len(s) {
 				delimitedHexAt(s, i, &f)
 			}
@@ -201,12 +226,22 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			letters++
 			lowerOnly = false
 		} else {
-			endLetters(i, false)
+			if letters > 0 {
+				endLetters(i)
+			}
+			if run > 0 {
+				cut(i)
+			} else {
+				runStart = i
+			}
 		}
 		endWord(i)
 	}
 	endWord(len(s))
-	endLetters(len(s), false)
+	if letters > 0 {
+		endLetters(len(s))
+	}
+	cut(len(s))
 	return f, phrases
 }
 
@@ -227,60 +262,16 @@ var lowerRun = func() (t [256]uint8) {
 	return t
 }()
 
-// appendPhrases reads s[start:end], a run that featureScan cut at both
-// ends, word by word as mnemonics does, and appends the spans of its
-// phrases (12 to 24 wordlist words in a row with a valid checksum); ok
-// reports whether there was one.
-func appendPhrases(phrases [][2]int, s string, start, end int) (_ [][2]int, ok bool) {
-	set := bip39Words39()
-	var idx [24]uint16 // the run's words' wordlist indices
-	run, runStart := 0, start
-	letters, lowerOnly := 0, true
-	var packed uint64
-	cut := func(i int) {
-		switch run {
-		case 12, 15, 18, 21, 24:
-			if bip39ChecksumOf(idx[:run]) {
-				ok = true
-				phrases = append(phrases, [2]int{runStart, i})
-			}
-		}
-		run, runStart = 0, i
+// packedBefore is s[i-n:i] (1 to 8 bytes) packed as packWord packs it:
+// one big-endian load of the eight bytes before i, masked, where there
+// are eight.
+func packedBefore(s string, i, n int) uint64 {
+	if i < 8 {
+		k, _ := packWord(s[i-n : i])
+		return k
 	}
-	endLetters := func(i int, space bool) {
-		if letters > 0 {
-			v, in := uint16(0), false
-			if lowerOnly && letters >= 3 && letters <= 8 {
-				v, in = set.index(packed)
-			}
-			if in {
-				if run < len(idx) {
-					idx[run] = v
-				}
-				run++
-			} else {
-				cut(i)
-			}
-			letters, packed, lowerOnly = 0, 0, true
-		}
-		if !space {
-			cut(i)
-		}
-	}
-	for i := start; i < end; i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z':
-			letters++
-			packed = packed<<8 | uint64(c)
-		case c >= 'A' && c <= 'Z' || c >= 0x80:
-			letters++
-			lowerOnly = false
-		default:
-			endLetters(i, byteClass[c] == clSpace)
-		}
-	}
-	endLetters(end, false)
-	return phrases, ok
+	w := binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i-8:]), 8))
+	return w & (^uint64(0) >> (64 - 8*n))
 }
 
 // delimitedHexAt sets fDelimHex when three hex bytes split by one

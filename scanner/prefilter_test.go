@@ -47,17 +47,23 @@ func FuzzFeatureScan(f *testing.F) {
 	})
 }
 
-// BenchmarkFeatureScan is the own detectors' per-byte pass alone.
+// BenchmarkFeatureScan is the own detectors' per-byte pass alone, and the
+// reference it replaced.
 func BenchmarkFeatureScan(b *testing.B) {
 	bodies := benchBodies()
 	for _, name := range []string{"json", "code", "nokw"} {
 		text := string(bodies[name])
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(text)))
-			for b.Loop() {
-				featureScan(text)
-			}
-		})
+		for _, f := range []struct {
+			name string
+			fn   func(string) (uint32, [][2]int)
+		}{{"fast", featureScan}, {"ref", featureScanRef}} {
+			b.Run(name+"/"+f.name, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					f.fn(text)
+				}
+			})
+		}
 	}
 }
 
