@@ -51,7 +51,8 @@ type engineRule struct {
 	tail     bool // after the head the match stays in its token (tokenTail)
 	head     int  // the head's length when tail
 	generic  bool
-	tails    tailCheck // what must follow a keyword for a match; nil: no test
+	tails    tailCheck    // what must follow a keyword for a match; nil: no test
+	subs     []subVariant // when large: smaller equals on short inputs
 }
 
 // engine is the compiled form of a gitleaks config; immutable.
@@ -104,6 +105,11 @@ func (er *engineRule) submatch(t string) []string {
 	if len(t) < smallText && !er.large {
 		return er.small.FindStringSubmatch(t)
 	}
+	for _, v := range er.subs {
+		if len(t) <= v.maxLen {
+			return v.re.FindStringSubmatch(t)
+		}
+	}
 	return er.re.FindStringSubmatch(t)
 }
 
@@ -136,6 +142,9 @@ func newEngine(cfg config.Config) (*engine, error) {
 			if prog, err := syntax.Compile(p.Simplify()); err == nil {
 				er.large = len(prog.Inst) > maxBacktrackProg
 			}
+		}
+		if er.large {
+			er.subs = shortVariants(r.Regex.String())
 		}
 		if len(lk) > 0 {
 			if p, err := syntax.Parse(r.Regex.String(), syntax.Perl); err == nil {
