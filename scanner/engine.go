@@ -324,7 +324,9 @@ func (e *engine) windows(er *engineRule, r int, text string, hits []kwHit, found
 			we = max(we, end(hits[i].start))
 			i++
 		}
-		if er.tails != nil && !er.anyPasses(text, hits[first:i]) {
+		// A window of many hits is run as it is: checking each would cost
+		// more than the regex over it (a text with a keyword on every line).
+		if er.tails != nil && i-first <= maxTailChecks && !er.anyPasses(text, hits[first:i]) {
 			continue // no match can pass through these hits
 		}
 		grow := windowSide

@@ -1,9 +1,6 @@
 package scanner
 
-import (
-	"sync"
-	"unsafe"
-)
+import "sync"
 
 // keywordSet finds every occurrence of a set of keywords in one pass over a
 // text, ASCII case-insensitively, as gitleaks' prefilter does on a
@@ -155,15 +152,11 @@ func (k *keywordSet) each(t string, fn func(start, id int)) {
 	n := c
 	t0, t1, t2, t3 := t[0:n], t[c-warm:c-warm+n], t[2*c-warm:2*c-warm+n], t[3*c-warm:3*c-warm+n]
 	var r0, r1, r2, r3 uint32
-	// Every row+class is an index into next (rows are state*nclass,
-	// classes below nclass): the loop reads it without bounds checks.
-	base := unsafe.Pointer(unsafe.SliceData(next))
-	at := func(i uint32) uint32 { return *(*uint32)(unsafe.Add(base, uintptr(i)*4)) }
 	for i := 0; i < n; i++ {
-		v0 := at(r0 + uint32(class[t0[i]]))
-		v1 := at(r1 + uint32(class[t1[i]]))
-		v2 := at(r2 + uint32(class[t2[i]]))
-		v3 := at(r3 + uint32(class[t3[i]]))
+		v0 := next[r0+uint32(class[t0[i]])]
+		v1 := next[r1+uint32(class[t1[i]])]
+		v2 := next[r2+uint32(class[t2[i]])]
+		v3 := next[r3+uint32(class[t3[i]])]
 		r0, r1, r2, r3 = v0&^termBit, v1&^termBit, v2&^termBit, v3&^termBit
 		if (v0|v1|v2|v3)&termBit != 0 {
 			if v0&termBit != 0 {

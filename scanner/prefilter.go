@@ -1,9 +1,6 @@
 package scanner
 
-import (
-	"encoding/binary"
-	"unsafe"
-)
+import "encoding/binary"
 
 // Features of a text that the own detectors need, found in one pass, so
 // that a detector whose marks are absent does not read the text at all.
@@ -270,7 +267,9 @@ func packedBefore(s string, i, n int) uint64 {
 		k, _ := packWord(s[i-n : i])
 		return k
 	}
-	w := binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i-8:]), 8))
+	var b [8]byte
+	copy(b[:], s[i-8:i])
+	w := binary.BigEndian.Uint64(b[:])
 	return w & (^uint64(0) >> (64 - 8*n))
 }
 

@@ -28,6 +28,11 @@ import (
 const (
 	maxTailLen  = 128
 	maxTailProg = 400
+	// maxTailChecks is the most hits of one window tested; a window with
+	// more runs the regex without a test. A test costs about a microsecond
+	// (Go's backtracker), go-re2 over a window of ordinary text less than
+	// that for each of its hits.
+	maxTailChecks = 16
 )
 
 // tailCheck maps a keyword id to the anchored test of what must follow it.
