@@ -51,6 +51,8 @@ type engineRule struct {
 	tail     bool // after the head the match stays in its token (tokenTail)
 	head     int  // the head's length when tail
 	generic  bool
+	tails    tailCheck    // what must follow a keyword for a match; nil: no test
+	subs     []subVariant // when large: smaller equals on short inputs
 }
 
 // engine is the compiled form of a gitleaks config; immutable.
@@ -75,9 +77,12 @@ type match struct {
 }
 
 type engineScratch struct {
-	hits  [][]int // by rule: keyword hit offsets
+	hits  [][]kwHit // by rule: keyword hits
 	woken []int
 }
+
+// kwHit is a keyword's occurrence: where it starts and ends, and its id.
+type kwHit struct{ start, end, kw int }
 
 // smallText is where the regex engines cross over (BenchmarkRuleRegex):
 // go-re2 costs about a microsecond a call and then runs 3 to 30 times
@@ -99,6 +104,11 @@ func (er *engineRule) find(t string) [][]int {
 func (er *engineRule) submatch(t string) []string {
 	if len(t) < smallText && !er.large {
 		return er.small.FindStringSubmatch(t)
+	}
+	for _, v := range er.subs {
+		if len(t) <= v.maxLen {
+			return v.re.FindStringSubmatch(t)
+		}
 	}
 	return er.re.FindStringSubmatch(t)
 }
@@ -133,6 +143,9 @@ func newEngine(cfg config.Config) (*engine, error) {
 				er.large = len(prog.Inst) > maxBacktrackProg
 			}
 		}
+		if er.large {
+			er.subs = shortVariants(r.Regex.String())
+		}
 		if len(lk) > 0 {
 			if p, err := syntax.Parse(r.Regex.String(), syntax.Perl); err == nil {
 				er.sp, er.windowed = keywordSpan(p, lk)
@@ -163,9 +176,24 @@ func newEngine(cfg config.Config) (*engine, error) {
 	if !ok {
 		return nil, errTooManyKeywords
 	}
+	for i := range e.rules {
+		er := &e.rules[i]
+		if !er.windowed {
+			continue
+		}
+		if p, err := syntax.Parse(er.cfg.Regex.String(), syntax.Perl); err == nil {
+			lk := make([]string, 0, len(er.cfg.Keywords))
+			for _, k := range er.cfg.Keywords {
+				lk = append(lk, strings.ToLower(k))
+			}
+			if tc, ok := newTailCheck(p, lk, kwID); ok {
+				er.tails = tc
+			}
+		}
+	}
 	e.kw = kw
 	n := len(e.rules)
-	e.scratch.New = func() any { return &engineScratch{hits: make([][]int, n)} }
+	e.scratch.New = func() any { return &engineScratch{hits: make([][]kwHit, n)} }
 	return e, nil
 }
 
@@ -184,14 +212,20 @@ func (e *engine) detect(ctx context.Context, text string, emit func(match)) erro
 			if len(sc.hits[r]) == 0 {
 				sc.woken = append(sc.woken, r)
 			}
-			sc.hits[r] = append(sc.hits[r], start)
+			sc.hits[r] = append(sc.hits[r], kwHit{start, start + e.kw.lens[id], id})
 		}
 	})
 	var found []match
 	run := func(r int) {
 		er := &e.rules[r]
 		if er.windowed {
-			found = e.windows(er, r, text, sc.hits[r], found)
+			hits := sc.hits[r]
+			// In order of their ends: a longer keyword that ends later
+			// may start earlier.
+			if !slices.IsSortedFunc(hits, byStart) {
+				slices.SortStableFunc(hits, byStart)
+			}
+			found = e.windows(er, r, text, hits, found)
 		} else {
 			found = e.check(er, r, text, 0, er.find(text), found)
 		}
@@ -226,6 +260,8 @@ func (e *engine) detect(ctx context.Context, text string, emit func(match)) erro
 	return ctx.Err()
 }
 
+func byStart(a, b kwHit) int { return a.start - b.start }
+
 func shadowed(others []string, secret string) bool {
 	for _, o := range others {
 		if strings.Contains(o, secret) {
@@ -236,7 +272,7 @@ func shadowed(others []string, secret string) bool {
 }
 
 // windows runs a rule around its sorted hits.
-func (e *engine) windows(er *engineRule, r int, text string, hits []int, found []match) []match {
+func (e *engine) windows(er *engineRule, r int, text string, hits []kwHit, found []match) []match {
 	// side is a window's reach on one side and whether it then extends to
 	// the token's end.
 	side := func(n int) (int, bool) {
@@ -281,11 +317,17 @@ func (e *engine) windows(er *engineRule, r int, text string, hits []int, found [
 	}
 	lastEnd := 0 // matches must not overlap, as in one FindAll over the text
 	for i := 0; i < len(hits); {
-		ws, we := begin(hits[i]), end(hits[i])
+		first := i
+		ws, we := begin(hits[i].start), end(hits[i].start)
 		i++
-		for i < len(hits) && begin(hits[i]) <= we {
-			we = max(we, end(hits[i]))
+		for i < len(hits) && begin(hits[i].start) <= we {
+			we = max(we, end(hits[i].start))
 			i++
+		}
+		// A window of many hits is run as it is: checking each would cost
+		// more than the regex over it (a text with a keyword on every line).
+		if er.tails != nil && i-first <= maxTailChecks && !er.anyPasses(text, hits[first:i]) {
+			continue // no match can pass through these hits
 		}
 		grow := windowSide
 		for {
@@ -313,8 +355,8 @@ func (e *engine) windows(er *engineRule, r int, text string, hits []int, found [
 			}
 			if right {
 				we = min(len(text), we+grow)
-				for i < len(hits) && begin(hits[i]) <= we {
-					we = max(we, end(hits[i]))
+				for i < len(hits) && begin(hits[i].start) <= we {
+					we = max(we, end(hits[i].start))
 					i++
 				}
 			}
@@ -322,6 +364,16 @@ func (e *engine) windows(er *engineRule, r int, text string, hits []int, found [
 		}
 	}
 	return found
+}
+
+// anyPasses reports whether one of the hits passes the rule's tail check.
+func (er *engineRule) anyPasses(text string, hits []kwHit) bool {
+	for _, h := range hits {
+		if er.tails.pass(text, h.kw, h.end) {
+			return true
+		}
+	}
+	return false
 }
 
 // check applies gitleaks' per-match logic to the regex matches at locs

@@ -82,7 +82,8 @@ func BenchmarkKeywordSet(b *testing.B) {
 	}
 }
 
-// BenchmarkSubmatch compares the engines on what check does per match:
+// BenchmarkSubmatch compares the engines (and the engine's choice, with
+// its short-match variants) on what check does per match:
 // the secret group of a match string.
 func BenchmarkSubmatch(b *testing.B) {
 	rs, err := DefaultRules()
@@ -103,6 +104,11 @@ func BenchmarkSubmatch(b *testing.B) {
 		b.Run(id+"/std", func(b *testing.B) {
 			for b.Loop() {
 				er.small.FindStringSubmatch(m)
+			}
+		})
+		b.Run(id+"/engine", func(b *testing.B) {
+			for b.Loop() {
+				er.submatch(m)
 			}
 		})
 		b.Run(id+"/gitleaks", func(b *testing.B) {

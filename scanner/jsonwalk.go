@@ -208,6 +208,13 @@ var jsonDelim = func() (t [256]bool) {
 func stringEnd(b []byte, i int) (int, bool) {
 	esc := false
 	for j := i + 1; j < len(b); j++ {
+		// Most bytes of a string need no look: skip them in a tight loop.
+		for j < len(b) && !strSpecial[b[j]] {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
 		switch c := b[j]; {
 		case c == '"':
 			return j, esc
@@ -235,6 +242,15 @@ func stringEnd(b []byte, i int) (int, bool) {
 	}
 	return -1, esc
 }
+
+// strSpecial are the bytes stringEnd stops at: the quote, the backslash,
+// control bytes and the bytes of non-ASCII text.
+var strSpecial = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c == '"' || c == '\\' || c < ' ' || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 // appendUnquoted appends the JSON string body s (without its quotes), decoded
 // as encoding/json decodes it: invalid UTF-8 and lone surrogates become

@@ -1,5 +1,7 @@
 package scanner
 
+import "sync"
+
 // keywordSet finds every occurrence of a set of keywords in one pass over a
 // text, ASCII case-insensitively, as gitleaks' prefilter does on a
 // lowercased copy (without the copy). It is an Aho-Corasick automaton
@@ -15,6 +17,7 @@ type keywordSet struct {
 	next   []uint32 // next[row+class]: the next state's row (state*nclass) | termBit
 	out    [][]int  // keyword ids that end in each state (own and by suffix)
 	lens   []int    // keyword lengths by id
+	maxLen int      // the longest keyword's length
 }
 
 // maxKeywordStates bounds the automaton: the shipped rules need about
@@ -60,6 +63,7 @@ func newKeywordSet(kws []string) (*keywordSet, bool) {
 	own := [][]int{nil}
 	for id, w := range kws {
 		k.lens[id] = len(w)
+		k.maxLen = max(k.maxLen, len(w))
 		s := 0
 		for i := 0; i < len(w); i++ {
 			c := k.class[w[i]]
@@ -124,7 +128,64 @@ func newKeywordSet(kws []string) (*keywordSet, bool) {
 
 // each calls fn with the start offset and id of every keyword occurrence
 // in t, in order of their ends.
+//
+// A long text is read as four interleaved streams, one per quarter: a
+// table walk is a chain of dependent loads, and four chains keep the
+// core busy where one waits on each load. A stream starts maxLen-1 bytes
+// before its quarter (the automaton's state then is exact from the
+// quarter's start on) and reports only what ends in its quarter; the
+// streams' ends are kept (as position and state) and reported in order.
 func (k *keywordSet) each(t string, fn func(start, id int)) {
+	warm := k.maxLen - 1
+	c := len(t) / interleave
+	if c < minStreamLen || warm < 0 || c <= warm {
+		k.each1(t, fn)
+		return
+	}
+	ends := endsPool.Get().(*[interleave][]uint64)
+	defer endsPool.Put(ends)
+	for s := range ends {
+		ends[s] = ends[s][:0]
+	}
+	next, class := k.next, &k.class
+	// Stream s reads t[s*c-warm:], stream 0 t[0:]; all read n bytes in step.
+	n := c
+	t0, t1, t2, t3 := t[0:n], t[c-warm:c-warm+n], t[2*c-warm:2*c-warm+n], t[3*c-warm:3*c-warm+n]
+	var r0, r1, r2, r3 uint32
+	for i := 0; i < n; i++ {
+		v0 := next[r0+uint32(class[t0[i]])]
+		v1 := next[r1+uint32(class[t1[i]])]
+		v2 := next[r2+uint32(class[t2[i]])]
+		v3 := next[r3+uint32(class[t3[i]])]
+		r0, r1, r2, r3 = v0&^termBit, v1&^termBit, v2&^termBit, v3&^termBit
+		if (v0|v1|v2|v3)&termBit != 0 {
+			if v0&termBit != 0 {
+				ends[0] = append(ends[0], uint64(i)<<32|uint64(r0))
+			}
+			// The others' first warm bytes end in the stream before's quarter.
+			if v1&termBit != 0 && i >= warm {
+				ends[1] = append(ends[1], uint64(c-warm+i)<<32|uint64(r1))
+			}
+			if v2&termBit != 0 && i >= warm {
+				ends[2] = append(ends[2], uint64(2*c-warm+i)<<32|uint64(r2))
+			}
+			if v3&termBit != 0 && i >= warm {
+				ends[3] = append(ends[3], uint64(3*c-warm+i)<<32|uint64(r3))
+			}
+		}
+	}
+	// Streams 1 to 3 are warm bytes short of their quarters' ends (the
+	// last quarter takes the rest of t).
+	ends[1] = k.walk(t, 2*c-warm, 2*c, r1, ends[1])
+	ends[2] = k.walk(t, 3*c-warm, 3*c, r2, ends[2])
+	ends[3] = k.walk(t, 4*c-warm, len(t), r3, ends[3])
+	for s := range ends {
+		k.emitAll(ends[s], fn)
+	}
+}
+
+// each1 is each in one stream, for short texts.
+func (k *keywordSet) each1(t string, fn func(start, id int)) {
 	next, class := k.next, &k.class
 	row := uint32(0)
 	for i := 0; i < len(t); i++ {
@@ -134,6 +195,38 @@ func (k *keywordSet) each(t string, fn func(start, id int)) {
 			for _, id := range k.out[int(row)/k.nclass] {
 				fn(i+1-k.lens[id], id)
 			}
+		}
+	}
+}
+
+// Streams of the interleaved walk, and the shortest quarter worth it.
+const (
+	interleave   = 4
+	minStreamLen = 256
+)
+
+var endsPool = sync.Pool{New: func() any { return new([interleave][]uint64) }}
+
+// walk runs the automaton over t[from:to] from state row, appending
+// where it enters a state where keywords end (position<<32 | row).
+func (k *keywordSet) walk(t string, from, to int, row uint32, ends []uint64) []uint64 {
+	next, class := k.next, &k.class
+	for i := from; i < to; i++ {
+		v := next[row+uint32(class[t[i]])]
+		row = v &^ termBit
+		if v&termBit != 0 {
+			ends = append(ends, uint64(i)<<32|uint64(row))
+		}
+	}
+	return ends
+}
+
+// emitAll reports the keywords ending at the recorded positions.
+func (k *keywordSet) emitAll(ends []uint64, fn func(start, id int)) {
+	for _, e := range ends {
+		i, row := int(e>>32), int(uint32(e))
+		for _, id := range k.out[row/k.nclass] {
+			fn(i+1-k.lens[id], id)
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package scanner
 
+import "encoding/binary"
+
 // Features of a text that the own detectors need, found in one pass, so
 // that a detector whose marks are absent does not read the text at all.
 const (
@@ -17,8 +19,7 @@ const (
 	fWords                  // a BIP-39 phrase: 12 to 24 wordlist words in a row with its checksum
 )
 
-// Byte classes for features: most bytes of prose are lower-case letters
-// and spaces, which take the short path.
+// Byte classes for features.
 const (
 	clOther = iota
 	clLower
@@ -54,18 +55,22 @@ func features(s string) uint32 {
 // featureScan is features and, when fWords is set, the spans of s that
 // hold the phrases: each starts and ends where mnemonics cuts a run, so
 // that mnemonics reads the same runs in them as in s.
+//
+// It is the scanner's per-byte pass for the own detectors, so its common
+// bytes take short paths: a run of lower-case letters is one tight loop,
+// and a word is looked up in the wordlist once, at its end, packed by one
+// load of the eight bytes before it.
 func featureScan(s string) (f uint32, phrases [][2]int) {
-	runStart := 0        // where the current run of wordlist words was last cut
-	var idx [24]uint16   // the run's words' wordlist indices
 	digits := 0          // digits in a row (spaces and dashes allowed between)
 	word, b58 := 0, true // letters and digits in a row; all base58 digits
 	// Words as mnemonics reads them: runs of letters (ASCII and any byte
 	// from 0x80) split by white space; a run of wordlist words is cut by
-	// any other word or byte, and only one of a phrase's lengths is worth
-	// mnemonics' reading.
-	letters, run := 0, 0 // letters in the current word; wordlist words in a row
-	lowerOnly := true    // the current word is all lower-case ASCII
-	var packed uint64    // its letters, packed as bip39Set packs them
+	// any other word or byte.
+	letters := 0       // letters in the current word
+	lowerOnly := true  // the current word is all lower-case ASCII
+	run := 0           // wordlist words in a row
+	runStart := 0      // where the run was last cut
+	var idx [24]uint16 // the run's words' wordlist indices
 	set := bip39Words39()
 	cut := func(i int) {
 		switch run {
@@ -77,22 +82,28 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 		}
 		run, runStart = 0, i
 	}
-	// endLetters ends the current word at a byte that is no letter.
-	endLetters := func(i int, space bool) {
-		if letters > 0 {
-			if v, ok := set.index(packed); ok && lowerOnly && letters >= 3 && letters <= 8 {
+	// endLetters ends the current word (letters > 0) at a byte that is no
+	// letter; the callers cut the run at any byte but white space, cheaply
+	// when there is no run.
+	endLetters := func(i int) {
+		in := false
+		if lowerOnly && letters >= 3 && letters <= 8 {
+			var v uint16
+			if v, in = set.index(packedBefore(s, i, letters)); in {
 				if run < len(idx) {
 					idx[run] = v
 				}
 				run++
-			} else {
-				cut(i)
 			}
-			letters, packed, lowerOnly = 0, 0, true
 		}
-		if !space {
-			cut(i)
+		if !in {
+			if run > 0 {
+				cut(i)
+			} else {
+				runStart = i
+			}
 		}
+		letters, lowerOnly = 0, true
 	}
 	endWord := func(i int) { // at a byte that ends a word of letters and digits
 		if b58 && word >= 26 && word <= 112 {
@@ -102,28 +113,38 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch byteClass[c] {
-		case clLower:
-			letters++
-			packed = packed<<8 | uint64(c)
-			word++
-			switch c {
-			case 'l':
+		if t := lowerRun[c]; t != 0 {
+			j := i + 1
+			for j < len(s) && lowerRun[s[j]] != 0 {
+				t |= lowerRun[s[j]]
+				j++
+			}
+			letters += j - i
+			word += j - i
+			digits = 0
+			if t&lowerL != 0 {
 				b58 = false
-			case 'y':
-				if i >= 2 && s[i-1] == 'e' && (s[i-2] == 'k' || s[i-2] == 'K') {
-					f |= fKeyWord
+			}
+			if t&lowerY != 0 && f&fKeyWord == 0 {
+				for k := max(i, 2); k < j; k++ {
+					if s[k] == 'y' && s[k-1] == 'e' && (s[k-2] == 'k' || s[k-2] == 'K') {
+						f |= fKeyWord
+						break
+					}
 				}
 			}
-			digits = 0
+			i = j - 1
 			continue
+		}
+		switch byteClass[c] {
 		case clSpace:
-			endLetters(i, true)
-			endWord(i)
-			if c == ' ' {
-				continue // between digit groups too
+			if letters > 0 {
+				endLetters(i)
 			}
-			digits = 0
+			endWord(i)
+			if c != ' ' { // a space may stand between digit groups
+				digits = 0
+			}
 			continue
 		case clDigit:
 			if digits++; digits >= 13 {
@@ -139,7 +160,14 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
 			}
-			endLetters(i, false)
+			if letters > 0 {
+				endLetters(i)
+			}
+			if run > 0 {
+				cut(i)
+			} else {
+				runStart = i
+			}
 			if i+7 < len(s) {
 				delimitedHexAt(s, i, &f)
 			}
@@ -195,13 +223,54 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			letters++
 			lowerOnly = false
 		} else {
-			endLetters(i, false)
+			if letters > 0 {
+				endLetters(i)
+			}
+			if run > 0 {
+				cut(i)
+			} else {
+				runStart = i
+			}
 		}
 		endWord(i)
 	}
 	endWord(len(s))
-	endLetters(len(s), false)
+	if letters > 0 {
+		endLetters(len(s))
+	}
+	cut(len(s))
 	return f, phrases
+}
+
+// lowerRun marks the lower-case letters for featureScan's tight loop, with
+// the two that need a second look: l (no base58 digit) and y (of "key").
+const (
+	lowerAny = 1 << iota
+	lowerL
+	lowerY
+)
+
+var lowerRun = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = lowerAny
+	}
+	t['l'] |= lowerL
+	t['y'] |= lowerY
+	return t
+}()
+
+// packedBefore is s[i-n:i] (1 to 8 bytes) packed as packWord packs it:
+// one big-endian load of the eight bytes before i, masked, where there
+// are eight.
+func packedBefore(s string, i, n int) uint64 {
+	if i < 8 {
+		k, _ := packWord(s[i-n : i])
+		return k
+	}
+	var b [8]byte
+	copy(b[:], s[i-8:i])
+	w := binary.BigEndian.Uint64(b[:])
+	return w & (^uint64(0) >> (64 - 8*n))
 }
 
 // delimitedHexAt sets fDelimHex when three hex bytes split by one

@@ -1,0 +1,224 @@
+package scanner
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestFeatureScanMatchesReference: featureScan with its fast paths gives
+// the marks and phrase spans of the plain per-byte scan it replaced, on
+// texts made of every kind of byte each mark looks at.
+func TestFeatureScanMatchesReference(t *testing.T) {
+	m := fakeMnemonic(16)
+	parts := []string{" ", "  ", "\n", "\t", ".", ",", ":", "=", "_", "-", "%2525", "5", "0x", "bc1", "tb1", "key", "Key", "KEY", "eyJ",
+		"ghp_", "sk-", "k_", "SG.", "glpat-", "xoxb-", "DE89", "4111 1111 1111 1111", "de:ad:be:ef:00:11", "abandon ", "zoo ", "the ",
+		"able", "Zoo ", "é", "l", "O", "I", "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
+	r := rand.New(rand.NewPCG(21, 22))
+	phrases := 0
+	for n := 0; n < 50000; n++ {
+		var b strings.Builder
+		for k := r.IntN(16); k > 0; k-- {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		text := b.String()
+		f, spans := featureScan(text)
+		wf, wspans := featureScanRef(text)
+		if f != wf || !slices.Equal(spans, wspans) {
+			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
+		}
+		phrases += len(spans)
+	}
+	if phrases < 100 {
+		t.Fatalf("only %d phrases: the texts do not test the wordlist path", phrases)
+	}
+}
+
+func FuzzFeatureScan(f *testing.F) {
+	f.Add("the key is 4111 1111 1111 1111 and " + fakeMnemonic(12))
+	f.Add("eyJ ghp_ SG. %2525 de:ad:be:ef:00:11 DE89 0x bc1 é")
+	f.Fuzz(func(t *testing.T, text string) {
+		f, spans := featureScan(text)
+		wf, wspans := featureScanRef(text)
+		if f != wf || !slices.Equal(spans, wspans) {
+			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
+		}
+	})
+}
+
+// BenchmarkFeatureScan is the own detectors' per-byte pass alone, and the
+// reference it replaced.
+func BenchmarkFeatureScan(b *testing.B) {
+	bodies := benchBodies()
+	for _, name := range []string{"json", "code", "nokw"} {
+		text := string(bodies[name])
+		for _, f := range []struct {
+			name string
+			fn   func(string) (uint32, [][2]int)
+		}{{"fast", featureScan}, {"ref", featureScanRef}} {
+			b.Run(name+"/"+f.name, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					f.fn(text)
+				}
+			})
+		}
+	}
+}
+
+// featureScanRef is featureScan as it was before its fast paths: the
+// reference the test holds it to.
+//
+// featureScan is features and, when fWords is set, the spans of s that
+// hold the phrases: each starts and ends where mnemonics cuts a run, so
+// that mnemonics reads the same runs in them as in s.
+func featureScanRef(s string) (f uint32, phrases [][2]int) {
+	runStart := 0        // where the current run of wordlist words was last cut
+	var idx [24]uint16   // the run's words' wordlist indices
+	digits := 0          // digits in a row (spaces and dashes allowed between)
+	word, b58 := 0, true // letters and digits in a row; all base58 digits
+	// Words as mnemonics reads them: runs of letters (ASCII and any byte
+	// from 0x80) split by white space; a run of wordlist words is cut by
+	// any other word or byte, and only one of a phrase's lengths is worth
+	// mnemonics' reading.
+	letters, run := 0, 0 // letters in the current word; wordlist words in a row
+	lowerOnly := true    // the current word is all lower-case ASCII
+	var packed uint64    // its letters, packed as bip39Set packs them
+	set := bip39Words39()
+	cut := func(i int) {
+		switch run {
+		case 12, 15, 18, 21, 24:
+			if bip39ChecksumOf(idx[:run]) {
+				f |= fWords
+				phrases = append(phrases, [2]int{runStart, i})
+			}
+		}
+		run, runStart = 0, i
+	}
+	// endLetters ends the current word at a byte that is no letter.
+	endLetters := func(i int, space bool) {
+		if letters > 0 {
+			if v, ok := set.index(packed); ok && lowerOnly && letters >= 3 && letters <= 8 {
+				if run < len(idx) {
+					idx[run] = v
+				}
+				run++
+			} else {
+				cut(i)
+			}
+			letters, packed, lowerOnly = 0, 0, true
+		}
+		if !space {
+			cut(i)
+		}
+	}
+	endWord := func(i int) { // at a byte that ends a word of letters and digits
+		if b58 && word >= 26 && word <= 112 {
+			f |= fBase58
+		}
+		word, b58 = 0, true
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch byteClass[c] {
+		case clLower:
+			letters++
+			packed = packed<<8 | uint64(c)
+			word++
+			switch c {
+			case 'l':
+				b58 = false
+			case 'y':
+				if i >= 2 && s[i-1] == 'e' && (s[i-2] == 'k' || s[i-2] == 'K') {
+					f |= fKeyWord
+				}
+			}
+			digits = 0
+			continue
+		case clSpace:
+			endLetters(i, true)
+			endWord(i)
+			if c == ' ' {
+				continue // between digit groups too
+			}
+			digits = 0
+			continue
+		case clDigit:
+			if digits++; digits >= 13 {
+				f |= fCardDigits
+			}
+			word++
+			if c == '0' {
+				b58 = false
+				if i+1 < len(s) && s[i+1]|0x20 == 'x' {
+					f |= fEth
+				}
+			}
+			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
+				f |= fBech32
+			}
+			endLetters(i, false)
+			if i+7 < len(s) {
+				delimitedHexAt(s, i, &f)
+			}
+			continue
+		case clUpper:
+			word++
+			switch c {
+			case 'I', 'O':
+				b58 = false
+			case 'J':
+				if i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
+					f |= fJWT
+				}
+			case 'Y':
+				if i >= 2 && s[i-2] == 'K' && s[i-1] == 'E' {
+					f |= fKeyWord
+				}
+			}
+			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
+				f |= fIBAN
+			}
+			letters++
+			lowerOnly = false
+			digits = 0
+			continue
+		case clPunct:
+			switch c {
+			case '=', ':':
+				f |= fAssign
+			case '_':
+				if i >= 3 && s[i-3] == 'g' && s[i-2] == 'h' || i >= 1 && s[i-1] == 'k' {
+					f |= fKeyShape
+				}
+			case '-':
+				if i >= 2 && s[i-2] == 's' && s[i-1] == 'k' || i >= 5 && s[i-5:i] == "glpat" || i >= 4 && s[i-4:i-1] == "xox" {
+					f |= fKeyShape
+				}
+			case '.':
+				if i >= 2 && s[i-2] == 'S' && s[i-1] == 'G' {
+					f |= fKeyShape
+				}
+			case '%':
+				if i+4 < len(s) && s[i+1:i+5] == "2525" {
+					f |= fPercent
+				}
+			}
+		}
+		// Any other byte ends words and digit runs.
+		if c != '-' {
+			digits = 0
+		}
+		if c >= 0x80 {
+			letters++
+			lowerOnly = false
+		} else {
+			endLetters(i, false)
+		}
+		endWord(i)
+	}
+	endWord(len(s))
+	endLetters(len(s), false)
+	return f, phrases
+}
