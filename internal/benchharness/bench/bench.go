@@ -273,29 +273,11 @@ func upstreamCert() (tls.Certificate, []byte, error) {
 	fail := func(what string, err error) (tls.Certificate, []byte, error) {
 		return tls.Certificate{}, nil, fmt.Errorf("bench: upstream %s: %w", what, err)
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caDER, caKey, err := benchCA("sluice bench upstream CA")
 	if err != nil {
-		return fail("CA key", err)
+		return tls.Certificate{}, nil, fmt.Errorf("bench: upstream %w", err)
 	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "sluice bench upstream CA"},
-		// Backdated so that a clock a little behind still accepts it.
-		NotBefore: now.Add(-time.Hour),
-		// A day outlives any benchmark run; the key lives in memory only.
-		NotAfter: now.Add(24 * time.Hour),
-		// Signing the one leaf is all this CA does.
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		// No intermediates under it.
-		MaxPathLenZero: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return fail("CA certificate", err)
-	}
 	caCert, err := x509.ParseCertificate(caDER)
 	if err != nil {
 		return fail("CA certificate", err)
@@ -322,6 +304,34 @@ func upstreamCert() (tls.Certificate, []byte, error) {
 	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, caPEM, nil
+}
+
+// benchCA mints a signing CA of the bench, ECDSA P-256 like the tenant CA, and
+// returns its certificate (DER) and key.
+func benchCA(name string) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA key: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: name},
+		// Backdated so that a clock a little behind still accepts it.
+		NotBefore: now.Add(-time.Hour),
+		// A day outlives any benchmark run.
+		NotAfter: now.Add(24 * time.Hour),
+		// Signing leaves is all it does, and no intermediates under it.
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	return der, key, nil
 }
 
 // domainResolver resolves Domain and every name under it to addr, and nothing else.

@@ -1,15 +1,10 @@
 package bench
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -216,31 +211,12 @@ func chownToSquid(dir string) error {
 	})
 }
 
-// squidCA mints squid's signing CA, ECDSA P-256 like the tenant CA, and returns its
-// certificate and key in PEM.
+// squidCA mints squid's signing CA (benchCA) and returns its certificate and key in
+// PEM; the key is removed with squid's directory.
 func squidCA() (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, key, err := benchCA("sluice bench squid CA")
 	if err != nil {
-		return nil, nil, fmt.Errorf("bench: squid CA key: %w", err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "sluice bench squid CA"},
-		// Backdated so that a clock a little behind still accepts it.
-		NotBefore: now.Add(-time.Hour),
-		// A day outlives any benchmark run; the key is removed with the directory.
-		NotAfter: now.Add(24 * time.Hour),
-		// Signing squid's leaves is all it does.
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		// No intermediates under it.
-		MaxPathLenZero: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("bench: squid CA: %w", err)
+		return nil, nil, fmt.Errorf("bench: squid %w", err)
 	}
 	kder, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
