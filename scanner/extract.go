@@ -152,9 +152,10 @@ func sizeHint(enc string, b []byte, max int64) int {
 	return int(min(n, max) + 1)
 }
 
-// readAllHint is io.ReadAll into a buffer of about hint bytes first.
+// readAllHint is io.ReadAll into a buffer of about hint bytes first (one more,
+// so that the read that finds the end of exactly hint bytes does not grow it).
 func readAllHint(r io.Reader, hint int) ([]byte, error) {
-	b := make([]byte, 0, max(hint, 512))
+	b := make([]byte, 0, max(hint+1, 512))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

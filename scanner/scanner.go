@@ -121,6 +121,10 @@ type Request struct {
 	Header http.Header
 	// Body is read up to the limit (plus one byte to notice more); nil: none.
 	Body io.Reader
+	// BodySize is Body's declared length (Content-Length), which sizes the
+	// buffer it is read into, so that it is read in one allocation instead of
+	// growing by copies; it is capped at the limit plus one. 0 or less: unknown.
+	BodySize int64
 	// Allowed reports whether the client may reach host; links to hosts it
 	// may not reach are exfiltration channels. nil: links are not checked.
 	Allowed func(host string) bool
@@ -214,7 +218,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	var plain []byte
 	if req.Body != nil {
 		max := s.maxBody()
-		buf, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+		buf, err := readAllHint(io.LimitReader(req.Body, max+1), int(min(req.BodySize, max+1)))
 		if err != nil {
 			return nil, fmt.Errorf("scanner: read body: %w", err)
 		}

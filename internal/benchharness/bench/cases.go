@@ -9,7 +9,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +48,13 @@ func Cases() []Case {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
 				loop(b, e, v, func() error { return getSmall(c, e.URL(v, Domain, pathSmall)) })
+			},
+		},
+		{
+			Name: "small-get-16", Desc: "16 clients, each GETting a 3-byte body in a loop on its own kept-alive connection",
+			Scan: true,
+			Run: func(b *testing.B, e *Env, v Via) {
+				loopClients(b, e, v, 16, func(c *http.Client) error { return getSmall(c, e.URL(v, Domain, pathSmall)) })
 			},
 		},
 		{
@@ -182,6 +192,68 @@ func loop(b *testing.B, e *Env, v Via, op func() error) {
 			e.fail(err)
 			b.Fatal(err)
 		}
+	}
+	if cpu >= 0 {
+		if after := e.proxyCPU(v); after >= 0 {
+			cpu = after - cpu
+		}
+	}
+	e.mu.Lock()
+	e.last = Run{Latencies: lat, ProxyCPU: cpu}
+	e.mu.Unlock()
+}
+
+// loopClients is loop for a steady load: n clients, each on its own connection, make
+// requests back to back until b.N are made; every request is one timed operation.
+// (testing.B runs n goroutines only when n is a multiple of GOMAXPROCS, as on this
+// 2-core rig; otherwise the next multiple.)
+func loopClients(b *testing.B, e *Env, v Via, n int, op func(*http.Client) error) {
+	b.Helper()
+	procs := runtime.GOMAXPROCS(0)
+	goroutines := (n + procs - 1) / procs * procs
+	clients := make([]*http.Client, goroutines)
+	for i := range clients {
+		clients[i] = e.Client(v, true)
+		defer clients[i].CloseIdleConnections()
+		if err := op(clients[i]); err != nil {
+			err = fmt.Errorf("%s: first request: %w", b.Name(), err)
+			e.fail(err)
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	var (
+		mu    sync.Mutex
+		lat   []time.Duration
+		next  atomic.Int32
+		first error
+	)
+	cpu := e.proxyCPU(v)
+	b.SetParallelism((n + procs - 1) / procs)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := clients[int(next.Add(1)-1)%len(clients)]
+		var mine []time.Duration
+		var err error
+		for pb.Next() {
+			t := time.Now()
+			if err = op(c); err != nil {
+				break
+			}
+			mine = append(mine, time.Since(t))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		lat = append(lat, mine...)
+		if err != nil && first == nil {
+			first = err
+		}
+	})
+	b.StopTimer()
+	if first != nil {
+		err := fmt.Errorf("%s: %w", b.Name(), first)
+		e.fail(err)
+		b.Fatal(err)
 	}
 	if cpu >= 0 {
 		if after := e.proxyCPU(v); after >= 0 {
