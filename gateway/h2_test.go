@@ -247,6 +247,52 @@ func TestH2UpstreamPoolsPerTenant(t *testing.T) {
 	}
 }
 
+// An HTTP/1.1 client's requests go on over HTTP/1.1, kept alive and pooled
+// per tenant as HTTP/2 streams are; an HTTP/2 client's over HTTP/2.
+func TestUpstreamProtocolFollowsClient(t *testing.T) {
+	w := newWorld(t)
+	h1 := func(tenant string) *http.Client {
+		c := w.client(tenant, w.tokens[tenant], w.tenantRoots(tenant))
+		c.Transport.(*http.Transport).ForceAttemptHTTP2 = false
+		return c
+	}
+	clients := map[string]*http.Client{"acme-h1": h1("acme"), "globex-h1": h1("globex"), "acme-h2": w.acme()}
+	for i := range 3 {
+		for name, c := range clients {
+			resp, err := c.Get(w.url("other.example.test", "/"+name+"/"+strconv.Itoa(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d", name, resp.StatusCode)
+			}
+		}
+	}
+	conns := map[string]map[string]bool{}
+	for _, r := range w.up.requests() {
+		name := strings.Split(r.URL.Path, "/")[1]
+		if want := map[bool]int{true: 2, false: 1}[strings.HasSuffix(name, "-h2")]; r.ProtoMajor != want {
+			t.Errorf("%s reached the upstream over %s, want HTTP/%d", r.URL.Path, r.Proto, want)
+		}
+		if conns[name] == nil {
+			conns[name] = map[string]bool{}
+		}
+		conns[name][r.RemoteAddr] = true
+	}
+	for name := range clients {
+		if len(conns[name]) != 1 {
+			t.Errorf("%s: upstream connections %v, want one, kept alive", name, conns[name])
+		}
+	}
+	for c := range conns["acme-h1"] {
+		if conns["globex-h1"][c] {
+			t.Fatalf("connection %s carried both tenants' requests", c)
+		}
+	}
+}
+
 // h2c, by prior knowledge on the proxy port, is no way in: the proxy speaks
 // HTTP/1.1 there.
 func TestH2CPriorKnowledgeOnProxyPortRefused(t *testing.T) {
