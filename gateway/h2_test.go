@@ -209,54 +209,19 @@ func TestH2ShutdownDrains(t *testing.T) {
 	}
 }
 
-// Upstream connections are pooled per tenant: HTTP/2 to an upstream that
-// offers it, kept and reused for the tenant's next requests, and never used
-// for another tenant's.
-func TestH2UpstreamPoolsPerTenant(t *testing.T) {
-	w := newWorld(t)
-	acme := w.acme()
-	globex := w.client("globex", w.tokens["globex"], w.tenantRoots("globex"))
-	for i := range 3 {
-		for name, c := range map[string]*http.Client{"acme": acme, "globex": globex} {
-			resp, err := c.Get(w.url("other.example.test", "/"+name+"/"+strconv.Itoa(i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s: %d", name, resp.StatusCode)
-			}
-		}
-	}
-	conns := map[string]map[string]bool{"acme": {}, "globex": {}}
-	for _, r := range w.up.requests() {
-		if r.ProtoMajor != 2 {
-			t.Errorf("%s reached the upstream over %s, want HTTP/2", r.URL.Path, r.Proto)
-		}
-		tenant := strings.Split(r.URL.Path, "/")[1]
-		conns[tenant][r.RemoteAddr] = true
-	}
-	if len(conns["acme"]) != 1 || len(conns["globex"]) != 1 {
-		t.Errorf("upstream connections per tenant: %v, want one each, kept warm", conns)
-	}
-	for c := range conns["acme"] {
-		if conns["globex"][c] {
-			t.Fatalf("connection %s carried both tenants' requests", c)
-		}
-	}
-}
-
-// An HTTP/1.1 client's requests go on over HTTP/1.1, kept alive and pooled
-// per tenant as HTTP/2 streams are; an HTTP/2 client's over HTTP/2.
-func TestUpstreamProtocolFollowsClient(t *testing.T) {
+// Upstream connections are pooled per tenant and kept warm, and no request
+// goes on a connection dialled for another tenant; an HTTP/1.1 client's
+// requests go on over HTTP/1.1, an HTTP/2 client's over HTTP/2 (the upstream
+// offers both).
+func TestUpstreamPoolsPerTenantAndProtocol(t *testing.T) {
 	w := newWorld(t)
 	h1 := func(tenant string) *http.Client {
 		c := w.client(tenant, w.tokens[tenant], w.tenantRoots(tenant))
 		c.Transport.(*http.Transport).ForceAttemptHTTP2 = false
 		return c
 	}
-	clients := map[string]*http.Client{"acme-h1": h1("acme"), "globex-h1": h1("globex"), "acme-h2": w.acme()}
+	h2 := func(tenant string) *http.Client { return w.client(tenant, w.tokens[tenant], w.tenantRoots(tenant)) }
+	clients := map[string]*http.Client{"acme-h1": h1("acme"), "globex-h1": h1("globex"), "acme-h2": h2("acme"), "globex-h2": h2("globex")}
 	for i := range 3 {
 		for name, c := range clients {
 			resp, err := c.Get(w.url("other.example.test", "/"+name+"/"+strconv.Itoa(i)))
@@ -286,9 +251,11 @@ func TestUpstreamProtocolFollowsClient(t *testing.T) {
 			t.Errorf("%s: upstream connections %v, want one, kept alive", name, conns[name])
 		}
 	}
-	for c := range conns["acme-h1"] {
-		if conns["globex-h1"][c] {
-			t.Fatalf("connection %s carried both tenants' requests", c)
+	for _, proto := range []string{"-h1", "-h2"} {
+		for c := range conns["acme"+proto] {
+			if conns["globex"+proto][c] {
+				t.Fatalf("connection %s carried both tenants' requests", c)
+			}
 		}
 	}
 }

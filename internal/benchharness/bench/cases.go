@@ -193,6 +193,12 @@ func loop(b *testing.B, e *Env, v Via, op func() error) {
 			b.Fatal(err)
 		}
 	}
+	e.finishRun(v, cpu, lat)
+}
+
+// finishRun keeps what a run measured besides its time: lat, and the proxy's CPU
+// time since cpu (its reading when the run began; -1: not measured).
+func (e *Env) finishRun(v Via, cpu time.Duration, lat []time.Duration) {
 	if cpu >= 0 {
 		if after := e.proxyCPU(v); after >= 0 {
 			cpu = after - cpu
@@ -255,14 +261,7 @@ func loopClients(b *testing.B, e *Env, v Via, n int, op func(*http.Client) error
 		e.fail(err)
 		b.Fatal(err)
 	}
-	if cpu >= 0 {
-		if after := e.proxyCPU(v); after >= 0 {
-			cpu = after - cpu
-		}
-	}
-	e.mu.Lock()
-	e.last = Run{Latencies: lat, ProxyCPU: cpu}
-	e.mu.Unlock()
+	e.finishRun(v, cpu, lat)
 }
 
 func getSmall(c *http.Client, url string) error {
