@@ -135,6 +135,8 @@ type Gateway struct {
 
 	holds holdSet // refusals held for review (hold.go)
 
+	tickets ticketSecrets // TLS session resumption in inspected tunnels (tickets.go)
+
 	scanMemOnce sync.Once
 	budget      *scanBudget
 	conns       connCounts

@@ -236,8 +236,9 @@ func (t *Transparent) refuseTLS(r *http.Request, client net.Conn, id rules.Ident
 		client.Close()
 		return
 	}
+	// One answer, then the end: no ticket to resume with.
 	tlsConn := tls.Server(client, &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"},
-		Certificates: []tls.Certificate{*leaf}})
+		Certificates: []tls.Certificate{*leaf}, SessionTicketsDisabled: true})
 	defer tlsConn.Close()
 	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
 	err := tlsConn.HandshakeContext(ctx)

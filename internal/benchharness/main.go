@@ -198,7 +198,7 @@ func run(args []string, out io.Writer) error {
 		"scanner, gateway+scan scans every request as `sluice serve` does. Machine noise moves single runs: for\n"+
 		"confidence intervals, go test -run '^$' -bench . -count 6 ./gateway > b.txt && benchstat -col .name b.txt\n")
 	for _, c := range cases {
-		fmt.Fprintf(out, "  %-14s %s\n", c.Name, c.Desc)
+		fmt.Fprintf(out, "  %-16s %s\n", c.Name, c.Desc)
 	}
 	fmt.Fprintf(out, "measured in %s\n", time.Since(start).Round(time.Second))
 	return nil
@@ -232,8 +232,8 @@ func goals(out io.Writer, all map[string]map[bench.Via]measured, idleKiB float64
 			name, x(name, bench.Squid), x(name, bench.Tunnel), cpuPerReq(bench.Case{}, g), p99)
 	}
 	if _, ok := all["newconn-warm"]; ok {
-		fmt.Fprintf(out, "  new TLS connections: %s squid's req/s with the leaf cached, %s with a new host each (goal >= 1.5x)\n",
-			x("newconn-warm", bench.Squid), x("newconn-cold", bench.Squid))
+		fmt.Fprintf(out, "  new TLS connections: %s squid's req/s with the leaf cached, %s with a new host each, %s resumed (goal >= 1.5x)\n",
+			x("newconn-warm", bench.Squid), x("newconn-cold", bench.Squid), x("newconn-resumed", bench.Squid))
 	}
 	if h1, h2 := all["h1-16conns"][bench.Gateway], all["h2-16streams"][bench.Gateway]; h1.NsPerOp() > 0 && h2.NsPerOp() > 0 {
 		fmt.Fprintf(out, "  16 HTTP/2 streams take %.2fx the time of 16 HTTP/1.1 connections (goal <= 1x)\n",

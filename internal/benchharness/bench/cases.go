@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -95,6 +96,14 @@ func Cases() []Case {
 			Name: "newconn-warm", Desc: "small GET on a new TLS connection, same host (gateway leaf cached, upstream connection pooled)",
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, false)
+				loop(b, e, v, func() error { return getSmall(c, e.URL(v, Domain, pathSmall)) })
+			},
+		},
+		{
+			Name: "newconn-resumed", Desc: "small GET on a new TLS connection that resumes the client's session (Node's agents and curl do), same host",
+			Run: func(b *testing.B, e *Env, v Via) {
+				c := e.Client(v, false)
+				c.Transport.(*http.Transport).TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(16)
 				loop(b, e, v, func() error { return getSmall(c, e.URL(v, Domain, pathSmall)) })
 			},
 		},
