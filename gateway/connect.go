@@ -237,12 +237,20 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		// nil, is what tells net/http so).
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
+	// An idle connection is parked between requests (park.go); closing it
+	// for good untracks it. replyConn gives net/http's own canned refusals a
+	// Sluice-Reason.
+	l := newParkListener(&replyConn{Conn: tlsConn, log: g.logger(), client: r.RemoteAddr}, untrack,
+		func(d int) { g.parkedTunnels.Add(int64(d)) })
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		if pc, ok := c.(*parkConn); ok {
+			pc.setIdle(s == http.StateIdle)
+		}
+	}
 	t.setServer(srv)
-	// Serve returns once it handed the connection to the goroutine that serves it:
-	// the goroutine this runs on (and the CONNECT's connection state it holds) need
-	// not stay for an idle tunnel's whole life. Closing the connection untracks it.
-	// replyConn gives net/http's own canned refusals a Sluice-Reason.
-	srv.Serve(newOneConnListener(&replyConn{Conn: tlsConn, log: g.logger(), client: r.RemoteAddr}, untrack))
+	// On a goroutine of its own: the one this runs on (and the CONNECT's
+	// connection state it holds) need not stay for an idle tunnel's life.
+	go srv.Serve(l)
 }
 
 // innerHandler serves the requests inside one inspected tunnel.
@@ -335,10 +343,8 @@ func headerHasToken(h http.Header, name, token string) bool {
 
 // oneConnListener hands one connection to http.Server.Serve. Accept then
 // blocks until the listener is closed (Shutdown closes it and waits for
-// Serve to return before it closes idle connections), unless made with a
-// func to call when the connection closes: then the second Accept returns
-// net.ErrClosed at once, and Serve returns while the connection is served.
-// wait blocks until the connection itself is closed.
+// Serve to return before it closes idle connections). wait blocks until the
+// connection itself is closed.
 type oneConnListener struct {
 	conn      net.Conn
 	once      sync.Once
@@ -348,22 +354,13 @@ type oneConnListener struct {
 	closed    chan struct{}
 }
 
-// newOneConnListener returns the listener of c; onClose, if given, runs once
-// c is closed, and makes Serve return as soon as it has c.
-func newOneConnListener(c net.Conn, onClose ...func()) *oneConnListener {
+// newOneConnListener returns the listener of c.
+func newOneConnListener(c net.Conn) *oneConnListener {
 	l := &oneConnListener{connDone: make(chan struct{}), closed: make(chan struct{})}
 	l.conn = &notifyConn{Conn: c, onClose: func() {
-		l.doneOnce.Do(func() {
-			close(l.connDone)
-			for _, f := range onClose {
-				f()
-			}
-		})
+		l.doneOnce.Do(func() { close(l.connDone) })
 		l.Close()
 	}}
-	if len(onClose) > 0 {
-		l.Close()
-	}
 	return l
 }
 

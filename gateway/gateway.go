@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-egress/sluice/gateway/guard"
@@ -135,7 +136,8 @@ type Gateway struct {
 
 	holds holdSet // refusals held for review (hold.go)
 
-	tickets ticketSecrets // TLS session resumption in inspected tunnels (tickets.go)
+	tickets       ticketSecrets // TLS session resumption in inspected tunnels (tickets.go)
+	parkedTunnels atomic.Int64  // idle HTTP/1.1 tunnels parked (park.go)
 
 	scanMemOnce sync.Once
 	budget      *scanBudget

@@ -25,6 +25,12 @@ const idleWarm = 100
 type Idle struct {
 	N             int
 	Before, After int64 // bytes
+	// Collected is the RSS once the process collected its garbage and gave
+	// back what it freed, as Before was read (the gateways' process only;
+	// zero for squid): what the tunnels hold, without what opening them left
+	// to collect (and net/http's pools of buffers that parked tunnels gave
+	// back).
+	Collected int64
 	// Heap, Stack and Goroutines grew by so much per tunnel (the gateways' process only,
 	// read after a collection; zero for squid).
 	Heap, Stack, Goroutines float64
@@ -32,6 +38,14 @@ type Idle struct {
 
 // PerTunnel is the growth per tunnel in KiB.
 func (i Idle) PerTunnel() float64 { return float64(i.After-i.Before) / float64(i.N) / 1024 }
+
+// PerTunnelCollected is the growth per tunnel in KiB after a collection; 0 if not read.
+func (i Idle) PerTunnelCollected() float64 {
+	if i.Collected == 0 {
+		return 0
+	}
+	return float64(i.Collected-i.Before) / float64(i.N) / 1024
+}
 
 // IdleTunnels opens n tunnels via v, each through its CONNECT, TLS handshake and one
 // small GET over HTTP/1.1, and leaves them idle; it reads the proxy process's RSS
@@ -88,6 +102,9 @@ func (e *Env) IdleTunnels(v Via, n int) (Idle, error) {
 		}
 		per := func(a, b int64) float64 { return float64(b-a) / float64(n) }
 		i.Heap, i.Stack, i.Goroutines = per(m0.heap, m1.heap), per(m0.stack, m1.stack), per(m0.goroutines, m1.goroutines)
+		if i.Collected, err = procRSS(pid); err != nil {
+			return Idle{}, err
+		}
 	}
 	return i, nil
 }
