@@ -61,56 +61,17 @@ func features(s string) uint32 {
 // and a word is looked up in the wordlist once, at its end, packed by one
 // load of the eight bytes before it.
 func featureScan(s string) (f uint32, phrases [][2]int) {
+	// The counters of the loop are its own locals (no closure shares them),
+	// so that they stay in registers; the wordlist run, touched once a
+	// word, lives in wr.
 	digits := 0          // digits in a row (spaces and dashes allowed between)
 	word, b58 := 0, true // letters and digits in a row; all base58 digits
 	// Words as mnemonics reads them: runs of letters (ASCII and any byte
 	// from 0x80) split by white space; a run of wordlist words is cut by
 	// any other word or byte.
-	letters := 0       // letters in the current word
-	lowerOnly := true  // the current word is all lower-case ASCII
-	run := 0           // wordlist words in a row
-	runStart := 0      // where the run was last cut
-	var idx [24]uint16 // the run's words' wordlist indices
-	set := bip39Words39()
-	cut := func(i int) {
-		switch run {
-		case 12, 15, 18, 21, 24:
-			if bip39ChecksumOf(idx[:run]) {
-				f |= fWords
-				phrases = append(phrases, [2]int{runStart, i})
-			}
-		}
-		run, runStart = 0, i
-	}
-	// endLetters ends the current word (letters > 0) at a byte that is no
-	// letter; the callers cut the run at any byte but white space, cheaply
-	// when there is no run.
-	endLetters := func(i int) {
-		in := false
-		if lowerOnly && letters >= 3 && letters <= 8 {
-			var v uint16
-			if v, in = set.index(packedBefore(s, i, letters)); in {
-				if run < len(idx) {
-					idx[run] = v
-				}
-				run++
-			}
-		}
-		if !in {
-			if run > 0 {
-				cut(i)
-			} else {
-				runStart = i
-			}
-		}
-		letters, lowerOnly = 0, true
-	}
-	endWord := func(i int) { // at a byte that ends a word of letters and digits
-		if b58 && word >= 26 && word <= 112 {
-			f |= fBase58
-		}
-		word, b58 = 0, true
-	}
+	letters := 0      // letters in the current word
+	lowerOnly := true // the current word is all lower-case ASCII
+	wr := wordRun{s: s, set: bip39Words39()}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if t := lowerRun[c]; t != 0 {
@@ -139,9 +100,11 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 		switch byteClass[c] {
 		case clSpace:
 			if letters > 0 {
-				endLetters(i)
+				wr.endLetters(i, letters, lowerOnly)
+				letters, lowerOnly = 0, true
 			}
-			endWord(i)
+			f |= base58Word(word, b58)
+			word, b58 = 0, true
 			if c != ' ' { // a space may stand between digit groups
 				digits = 0
 			}
@@ -161,13 +124,10 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 				f |= fBech32
 			}
 			if letters > 0 {
-				endLetters(i)
+				wr.endLetters(i, letters, lowerOnly)
+				letters, lowerOnly = 0, true
 			}
-			if run > 0 {
-				cut(i)
-			} else {
-				runStart = i
-			}
+			wr.cutAt(i)
 			if i+7 < len(s) {
 				delimitedHexAt(s, i, &f)
 			}
@@ -224,22 +184,77 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			lowerOnly = false
 		} else {
 			if letters > 0 {
-				endLetters(i)
+				wr.endLetters(i, letters, lowerOnly)
+				letters, lowerOnly = 0, true
 			}
-			if run > 0 {
-				cut(i)
-			} else {
-				runStart = i
-			}
+			wr.cutAt(i)
 		}
-		endWord(i)
+		f |= base58Word(word, b58)
+		word, b58 = 0, true
 	}
-	endWord(len(s))
+	f |= base58Word(word, b58)
 	if letters > 0 {
-		endLetters(len(s))
+		wr.endLetters(len(s), letters, lowerOnly)
 	}
-	cut(len(s))
-	return f, phrases
+	wr.cut(len(s))
+	if len(wr.phrases) > 0 {
+		f |= fWords
+	}
+	return f, wr.phrases
+}
+
+// base58Word is fBase58 when a word of letters and digits of that length
+// and those digits ends.
+func base58Word(word int, b58 bool) uint32 {
+	if b58 && word >= 26 && word <= 112 {
+		return fBase58
+	}
+	return 0
+}
+
+// wordRun is featureScan's run of wordlist words.
+type wordRun struct {
+	s        string
+	set      *bip39Set
+	run      int        // wordlist words in a row
+	runStart int        // where the run was last cut
+	idx      [24]uint16 // the run's words' wordlist indices
+	phrases  [][2]int
+}
+
+func (w *wordRun) cut(i int) {
+	switch w.run {
+	case 12, 15, 18, 21, 24:
+		if bip39ChecksumOf(w.idx[:w.run]) {
+			w.phrases = append(w.phrases, [2]int{w.runStart, i})
+		}
+	}
+	w.run, w.runStart = 0, i
+}
+
+// cutAt cuts the run at a byte that is no letter nor white space, cheaply
+// when there is no run.
+func (w *wordRun) cutAt(i int) {
+	if w.run > 0 {
+		w.cut(i)
+	} else {
+		w.runStart = i
+	}
+}
+
+// endLetters ends the word of letters before i (letters > 0) at a byte
+// that is no letter; the callers cut the run at any byte but white space.
+func (w *wordRun) endLetters(i, letters int, lowerOnly bool) {
+	if lowerOnly && letters >= 3 && letters <= 8 {
+		if v, in := w.set.index(packedBefore(w.s, i, letters)); in {
+			if w.run < len(w.idx) {
+				w.idx[w.run] = v
+			}
+			w.run++
+			return
+		}
+	}
+	w.cutAt(i)
 }
 
 // lowerRun marks the lower-case letters for featureScan's tight loop, with
