@@ -106,7 +106,7 @@ func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
 		out = append(out, f)
 	}
 	for _, g = range segs {
-		feats, phrases := featureScan(g.text)
+		feats, phrases := g.features()
 		for _, d := range detectors {
 			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
 				continue

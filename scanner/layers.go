@@ -204,10 +204,14 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 			return &segment{where: g.where, chain: append(append([]string(nil), g.chain...), enc), text: text,
 				header: g.header, body: g.body, depth: g.depth + 1}
 		}
-		for _, r := range encodedRuns(g.text) {
-			c := child(r.enc, r.decoded)
-			c.basic = r.enc == encBase64 && isBasicValue(g, r)
-			out = append(out, c)
+		// featureScan has read the text anyway (for detect): without a
+		// long enough run of base64 bytes there is nothing to decode.
+		if feats, _ := g.features(); feats&fB64Run != 0 {
+			for _, r := range encodedRuns(g.text) {
+				c := child(r.enc, r.decoded)
+				c.basic = r.enc == encBase64 && isBasicValue(g, r)
+				out = append(out, c)
+			}
 		}
 		for _, r := range hexSepRuns(g.text) {
 			out = append(out, child(r.enc, r.decoded))

@@ -17,6 +17,7 @@ const (
 	fPercent                // %2525
 	fDelimHex               // hex bytes split by a delimiter
 	fWords                  // a BIP-39 phrase: 12 to 24 wordlist words in a row with its checksum
+	fB64Run                 // minBase64Run base64 or base64url bytes in a row: encodedRuns may find one
 )
 
 // Byte classes for features.
@@ -71,6 +72,7 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 	// any other word or byte.
 	letters := 0      // letters in the current word
 	lowerOnly := true // the current word is all lower-case ASCII
+	b64 := 0          // base64 and base64url bytes in a row
 	wr := wordRun{s: s, set: bip39Words39()}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -82,6 +84,7 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			}
 			letters += j - i
 			word += j - i
+			b64 += j - i
 			digits = 0
 			if t&lowerL != 0 {
 				b58 = false
@@ -103,8 +106,8 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 				wr.endLetters(i, letters, lowerOnly)
 				letters, lowerOnly = 0, true
 			}
-			f |= base58Word(word, b58)
-			word, b58 = 0, true
+			f |= base58Word(word, b58) | b64Run(b64)
+			word, b58, b64 = 0, true, 0
 			if c != ' ' { // a space may stand between digit groups
 				digits = 0
 			}
@@ -114,6 +117,7 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 				f |= fCardDigits
 			}
 			word++
+			b64++
 			if c == '0' {
 				b58 = false
 				if i+1 < len(s) && s[i+1]|0x20 == 'x' {
@@ -134,6 +138,7 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			continue
 		case clUpper:
 			word++
+			b64++
 			switch c {
 			case 'I', 'O':
 				b58 = false
@@ -179,6 +184,12 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 		if c != '-' {
 			digits = 0
 		}
+		if b64Chars[c] {
+			b64++
+		} else {
+			f |= b64Run(b64)
+			b64 = 0
+		}
 		if c >= 0x80 {
 			letters++
 			lowerOnly = false
@@ -192,7 +203,7 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 		f |= base58Word(word, b58)
 		word, b58 = 0, true
 	}
-	f |= base58Word(word, b58)
+	f |= base58Word(word, b58) | b64Run(b64)
 	if letters > 0 {
 		wr.endLetters(len(s), letters, lowerOnly)
 	}
@@ -208,6 +219,14 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 func base58Word(word int, b58 bool) uint32 {
 	if b58 && word >= 26 && word <= 112 {
 		return fBase58
+	}
+	return 0
+}
+
+// b64Run is fB64Run when a run of n base64 bytes ends.
+func b64Run(n int) uint32 {
+	if n >= minBase64Run {
+		return fB64Run
 	}
 	return 0
 }

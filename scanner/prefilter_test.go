@@ -14,7 +14,7 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 	m := fakeMnemonic(16)
 	parts := []string{" ", "  ", "\n", "\t", ".", ",", ":", "=", "_", "-", "%2525", "5", "0x", "bc1", "tb1", "key", "Key", "KEY", "eyJ",
 		"ghp_", "sk-", "k_", "SG.", "glpat-", "xoxb-", "DE89", "4111 1111 1111 1111", "de:ad:be:ef:00:11", "abandon ", "zoo ", "the ",
-		"able", "Zoo ", "é", "l", "O", "I", "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
+		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
 	r := rand.New(rand.NewPCG(21, 22))
 	phrases := 0
 	for n := 0; n < 50000; n++ {
@@ -28,6 +28,9 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 		if f != wf || !slices.Equal(spans, wspans) {
 			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
 		}
+		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
+			t.Fatalf("%q: encoded runs without fB64Run", text)
+		}
 		phrases += len(spans)
 	}
 	if phrases < 100 {
@@ -38,11 +41,15 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 func FuzzFeatureScan(f *testing.F) {
 	f.Add("the key is 4111 1111 1111 1111 and " + fakeMnemonic(12))
 	f.Add("eyJ ghp_ SG. %2525 de:ad:be:ef:00:11 DE89 0x bc1 é")
+	f.Add("token=c2VjcmV0LXZhbHVlLWhlcmU= 414243444546474849505152535455565758")
 	f.Fuzz(func(t *testing.T, text string) {
 		f, spans := featureScan(text)
 		wf, wspans := featureScanRef(text)
 		if f != wf || !slices.Equal(spans, wspans) {
 			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
+		}
+		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
+			t.Fatalf("%q: encoded runs without fB64Run", text)
 		}
 	})
 }
@@ -220,5 +227,16 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 	}
 	endWord(len(s))
 	endLetters(len(s), false)
+	n := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && b64Chars[s[i]] {
+			n++
+			continue
+		}
+		if n >= minBase64Run {
+			f |= fB64Run
+		}
+		n = 0
+	}
 	return f, phrases
 }

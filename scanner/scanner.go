@@ -419,6 +419,20 @@ type segment struct {
 	depth  int    // layers peeled to get here
 	line   int    // 1-based line of text's start in the original, 0 unknown
 	basic  bool   // the decoded credential of a header's "Basic <base64>"
+
+	// featureScan's result on text, once it was read (scanned).
+	feats   uint32
+	phrases [][2]int
+	scanned bool
+}
+
+// features is featureScan(g.text), read once for peel and detect.
+func (g *segment) features() (uint32, [][2]int) {
+	if !g.scanned {
+		g.feats, g.phrases = featureScan(g.text)
+		g.scanned = true
+	}
+	return g.feats, g.phrases
 }
 
 func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }
