@@ -247,7 +247,9 @@ func bodySegments(b []byte, contentType string, encodings []string) []*segment {
 			return segs
 		}
 	}
-	return []*segment{{where: "body", chain: chain, text: string(b), body: true, line: 1}}
+	// The text shares b's bytes: the body read (or decoded) is never
+	// written to after, and a copy would be as large as the body.
+	return []*segment{{where: "body", chain: chain, text: bytesString(b), body: true, line: 1}}
 }
 
 // json1 reports whether b looks like a JSON object or array.

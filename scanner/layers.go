@@ -173,6 +173,10 @@ func ownString(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
+// bytesString is b as a string without a copy, for bytes that are read
+// but never written to again.
+func bytesString(b []byte) string { return ownString(b) }
+
 // percentEncode escapes everything but unreserved characters (RFC 3986).
 func percentEncode(s string) string {
 	const hexDigits = "0123456789ABCDEF"

@@ -121,6 +121,11 @@ type Request struct {
 	Header http.Header
 	// Body is read up to the limit (plus one byte to notice more); nil: none.
 	Body io.Reader
+	// Size is the body's length when known (the request's Content-Length):
+	// the body is then read into one buffer of that size (at most the limit
+	// plus one byte) rather than one that doubles as it fills. 0 or less:
+	// unknown, or the length of a Body with a Len method (bytes.Reader).
+	Size int64
 	// Allowed reports whether the client may reach host; links to hosts it
 	// may not reach are exfiltration channels. nil: links are not checked.
 	Allowed func(host string) bool
@@ -214,7 +219,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	var plain []byte
 	if req.Body != nil {
 		max := s.maxBody()
-		buf, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+		buf, err := readAllHint(io.LimitReader(req.Body, max+1), bodyHint(req, max))
 		if err != nil {
 			return nil, fmt.Errorf("scanner: read body: %w", err)
 		}
@@ -278,6 +283,19 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 		}
 	}
 	return res, nil
+}
+
+// bodyHint is the buffer size to read req's body into: its known length
+// and one byte to see the end, or readAllHint's default when unknown.
+func bodyHint(req *Request, max int64) int {
+	n := req.Size
+	if l, ok := req.Body.(interface{ Len() int }); ok && n <= 0 {
+		n = int64(l.Len())
+	}
+	if n <= 0 {
+		return 0
+	}
+	return int(min(n, max) + 1)
 }
 
 // inspect peels each segment's layers and runs every detector over the
