@@ -89,8 +89,12 @@ func detectEthAddress(text string, emit func(Finding)) {
 }
 
 // detectHexKey reports 64 hex digits beside a private-key word.
+// minHexKeyRun is the length of a hex private key: a run of base64 bytes
+// at least that long (fLongRun) holds every run of that many hex digits.
+const minHexKeyRun = 64
+
 func detectHexKey(text string, emit func(Finding)) {
-	if !containsAny(text, "key", "Key", "KEY") || !hasHexRun(text, 64) {
+	if !containsAny(text, "key", "Key", "KEY") || !hasHexRun(text, minHexKeyRun) {
 		return
 	}
 	for _, m := range hexKeyRE.FindAllStringSubmatchIndex(text, -1) {

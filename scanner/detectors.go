@@ -62,7 +62,7 @@ var detectors = []detector{
 	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys},
 	{name: "crypto-bech32", needs: fBech32, fn: detectBech32},
 	{name: "crypto-eth", needs: fEth, fn: detectEthAddress},
-	{name: "crypto-hex-key", needs: fKeyWord, fn: detectHexKey},
+	{name: "crypto-hex-key", needs: fLongRun, fn: detectHexKey},
 	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inWords: detectMnemonicIn},
 	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
 	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},

@@ -12,7 +12,7 @@ const (
 	fJWT                    // eyJ
 	fEth                    // 0x
 	fBech32                 // bc1, tb1
-	fKeyWord                // key, in any case
+	fLongRun                // minHexKeyRun base64 bytes in a row: a hex private key may be there
 	fAssign                 // = or :
 	fPercent                // %2525
 	fDelimHex               // hex bytes split by a delimiter
@@ -65,8 +65,9 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 	// The counters of the loop are its own locals (no closure shares them),
 	// so that they stay in registers; the wordlist run, touched once a
 	// word, lives in wr.
-	digits := 0          // digits in a row (spaces and dashes allowed between)
-	word, b58 := 0, true // letters and digits in a row; all base58 digits
+	digits := 0      // digits in a row (spaces and dashes allowed between)
+	word := 0        // letters and digits in a row
+	nb58 := uint8(0) // not 0 when one of them is no base58 digit (bits, not a branch per word)
 	// Words as mnemonics reads them: runs of letters (ASCII and any byte
 	// from 0x80) split by white space; a run of wordlist words is cut by
 	// any other word or byte.
@@ -86,16 +87,20 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			word += j - i
 			b64 += j - i
 			digits = 0
-			if t&lowerL != 0 {
-				b58 = false
-			}
-			if t&lowerY != 0 && f&fKeyWord == 0 {
-				for k := max(i, 2); k < j; k++ {
-					if s[k] == 'y' && s[k-1] == 'e' && (s[k-2] == 'k' || s[k-2] == 'K') {
-						f |= fKeyWord
-						break
-					}
+			nb58 |= t & lowerL
+			if j < len(s) && s[j] == ' ' {
+				// The commonest end of a word, taken here: what the
+				// clSpace case does for a space.
+				if lowerOnly && uint(letters-3) <= 8-3 { // wr.endLetters, by hand
+					wr.lookUp(j, letters)
+				} else {
+					wr.cutAt(j)
 				}
+				letters, lowerOnly = 0, true
+				f |= base58Word(word, nb58) | b64Run(b64)
+				word, nb58, b64 = 0, 0, 0
+				i = j
+				continue
 			}
 			i = j - 1
 			continue
@@ -106,8 +111,8 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 				wr.endLetters(i, letters, lowerOnly)
 				letters, lowerOnly = 0, true
 			}
-			f |= base58Word(word, b58) | b64Run(b64)
-			word, b58, b64 = 0, true, 0
+			f |= base58Word(word, nb58) | b64Run(b64)
+			word, nb58, b64 = 0, 0, 0
 			if c != ' ' { // a space may stand between digit groups
 				digits = 0
 			}
@@ -119,7 +124,7 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			word++
 			b64++
 			if c == '0' {
-				b58 = false
+				nb58 = 1
 				if i+1 < len(s) && s[i+1]|0x20 == 'x' {
 					f |= fEth
 				}
@@ -141,14 +146,10 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			b64++
 			switch c {
 			case 'I', 'O':
-				b58 = false
+				nb58 = 1
 			case 'J':
 				if i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
 					f |= fJWT
-				}
-			case 'Y':
-				if i >= 2 && s[i-2] == 'K' && s[i-1] == 'E' {
-					f |= fKeyWord
 				}
 			}
 			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
@@ -200,10 +201,10 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			}
 			wr.cutAt(i)
 		}
-		f |= base58Word(word, b58)
-		word, b58 = 0, true
+		f |= base58Word(word, nb58)
+		word, nb58 = 0, 0
 	}
-	f |= base58Word(word, b58) | b64Run(b64)
+	f |= base58Word(word, nb58) | b64Run(b64)
 	if letters > 0 {
 		wr.endLetters(len(s), letters, lowerOnly)
 	}
@@ -216,19 +217,22 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 
 // base58Word is fBase58 when a word of letters and digits of that length
 // and those digits ends.
-func base58Word(word int, b58 bool) uint32 {
-	if b58 && word >= 26 && word <= 112 {
+func base58Word(word int, nb58 uint8) uint32 {
+	if word >= 26 && nb58 == 0 && word <= 112 { // most words are short: that test first
 		return fBase58
 	}
 	return 0
 }
 
-// b64Run is fB64Run when a run of n base64 bytes ends.
-func b64Run(n int) uint32 {
+// b64Run is fB64Run (and fLongRun) when a run of n base64 bytes ends.
+func b64Run(n int) (f uint32) {
 	if n >= minBase64Run {
-		return fB64Run
+		f |= fB64Run
+		if n >= minHexKeyRun {
+			f |= fLongRun
+		}
 	}
-	return 0
+	return f
 }
 
 // wordRun is featureScan's run of wordlist words.
@@ -264,24 +268,31 @@ func (w *wordRun) cutAt(i int) {
 // endLetters ends the word of letters before i (letters > 0) at a byte
 // that is no letter; the callers cut the run at any byte but white space.
 func (w *wordRun) endLetters(i, letters int, lowerOnly bool) {
-	if lowerOnly && letters >= 3 && letters <= 8 {
-		if v, in := w.set.index(packedBefore(w.s, i, letters)); in {
-			if w.run < len(w.idx) {
-				w.idx[w.run] = v
-			}
-			w.run++
-			return
+	if lowerOnly && uint(letters-3) <= 8-3 { // 3 to 8 letters
+		w.lookUp(i, letters)
+		return
+	}
+	w.cutAt(i)
+}
+
+// lookUp adds the word of letters before i to the run when it is a
+// wordlist word, and cuts the run there when not.
+func (w *wordRun) lookUp(i, letters int) {
+	if v, in := w.set.index(packedBefore(w.s, i, letters)); in {
+		if w.run < len(w.idx) {
+			w.idx[w.run] = v
 		}
+		w.run++
+		return
 	}
 	w.cutAt(i)
 }
 
 // lowerRun marks the lower-case letters for featureScan's tight loop, with
-// the two that need a second look: l (no base58 digit) and y (of "key").
+// the one that needs a second look: l (no base58 digit).
 const (
 	lowerAny = 1 << iota
 	lowerL
-	lowerY
 )
 
 var lowerRun = func() (t [256]uint8) {
@@ -289,7 +300,6 @@ var lowerRun = func() (t [256]uint8) {
 		t[c] = lowerAny
 	}
 	t['l'] |= lowerL
-	t['y'] |= lowerY
 	return t
 }()
 

@@ -14,7 +14,7 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 	m := fakeMnemonic(16)
 	parts := []string{" ", "  ", "\n", "\t", ".", ",", ":", "=", "_", "-", "%2525", "5", "0x", "bc1", "tb1", "key", "Key", "KEY", "eyJ",
 		"ghp_", "sk-", "k_", "SG.", "glpat-", "xoxb-", "DE89", "4111 1111 1111 1111", "de:ad:be:ef:00:11", "abandon ", "zoo ", "the ",
-		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
+		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", strings.Repeat("9f", 16), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
 	r := rand.New(rand.NewPCG(21, 22))
 	phrases := 0
 	for n := 0; n < 50000; n++ {
@@ -136,10 +136,6 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 			switch c {
 			case 'l':
 				b58 = false
-			case 'y':
-				if i >= 2 && s[i-1] == 'e' && (s[i-2] == 'k' || s[i-2] == 'K') {
-					f |= fKeyWord
-				}
 			}
 			digits = 0
 			continue
@@ -178,10 +174,6 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 			case 'J':
 				if i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
 					f |= fJWT
-				}
-			case 'Y':
-				if i >= 2 && s[i-2] == 'K' && s[i-1] == 'E' {
-					f |= fKeyWord
 				}
 			}
 			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
@@ -235,6 +227,9 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 		}
 		if n >= minBase64Run {
 			f |= fB64Run
+		}
+		if n >= minHexKeyRun {
+			f |= fLongRun
 		}
 		n = 0
 	}
