@@ -1,7 +1,5 @@
 package scanner
 
-import "encoding/binary"
-
 // Features of a text that the own detectors need, found in one pass, so
 // that a detector whose marks are absent does not read the text at all.
 const (
@@ -91,8 +89,20 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			if j < len(s) && s[j] == ' ' {
 				// The commonest end of a word, taken here: what the
 				// clSpace case does for a space.
-				if lowerOnly && uint(letters-3) <= 8-3 { // wr.endLetters, by hand
-					wr.lookUp(j, letters)
+				// wr.endLetters by hand, without a call in the common case:
+				// a call spills every counter of the loop.
+				if lowerOnly && uint(letters-3) <= 8-3 {
+					var k uint64
+					if j >= 8 {
+						k = load8(s[j-8:j]) & lowBytes[letters&7]
+					} else {
+						k = packedBefore(s, j, letters)
+					}
+					if v, in := wr.set.index(k); in {
+						wr.add(v)
+					} else {
+						wr.cutAt(j)
+					}
 				} else {
 					wr.cutAt(j)
 				}
@@ -279,13 +289,18 @@ func (w *wordRun) endLetters(i, letters int, lowerOnly bool) {
 // wordlist word, and cuts the run there when not.
 func (w *wordRun) lookUp(i, letters int) {
 	if v, in := w.set.index(packedBefore(w.s, i, letters)); in {
-		if w.run < len(w.idx) {
-			w.idx[w.run] = v
-		}
-		w.run++
+		w.add(v)
 		return
 	}
 	w.cutAt(i)
+}
+
+// add adds the wordlist word of index v to the run.
+func (w *wordRun) add(v uint16) {
+	if w.run < len(w.idx) {
+		w.idx[w.run] = v
+	}
+	w.run++
 }
 
 // lowerRun marks the lower-case letters for featureScan's tight loop, with
@@ -311,11 +326,19 @@ func packedBefore(s string, i, n int) uint64 {
 		k, _ := packWord(s[i-n : i])
 		return k
 	}
-	var b [8]byte
-	copy(b[:], s[i-8:i])
-	w := binary.BigEndian.Uint64(b[:])
-	return w & (^uint64(0) >> (64 - 8*n))
+	return load8(s[i-8:i]) & lowBytes[n&7]
 }
+
+// load8 is binary.BigEndian.Uint64 on the eight bytes of b, which the
+// compiler makes one load.
+func load8(b string) uint64 {
+	_ = b[7]
+	return uint64(b[7]) | uint64(b[6])<<8 | uint64(b[5])<<16 | uint64(b[4])<<24 |
+		uint64(b[3])<<32 | uint64(b[2])<<40 | uint64(b[1])<<48 | uint64(b[0])<<56
+}
+
+// lowBytes[n] keeps the n low bytes of a word (all eight for 0, as n is 8).
+var lowBytes = [8]uint64{^uint64(0), 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff}
 
 // delimitedHexAt sets fDelimHex when three hex bytes split by one
 // delimiter start at s[i] (i+7 < len(s)).
