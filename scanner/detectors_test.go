@@ -414,3 +414,16 @@ func TestMnemonicNotInProse(t *testing.T) {
 		t.Errorf("prose gave phrases: %q", got)
 	}
 }
+
+// TestAssignmentTrims: the hand-written trims of assignment are the
+// strings functions they stand for.
+func TestAssignmentTrims(t *testing.T) {
+	for _, s := range []string{"", " ", "\t \t", " a ", "\ta\t", "a", " \t a b \t ", "x\t\t", "\t\tx"} {
+		if got, want := trimBlanksLeft(s), strings.TrimLeft(s, " \t"); got != want {
+			t.Errorf("trimBlanksLeft(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := trimBlanksRight(s), strings.TrimRight(s, " \t"); got != want {
+			t.Errorf("trimBlanksRight(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

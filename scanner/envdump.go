@@ -119,13 +119,19 @@ func connSchemeByte(c byte) bool {
 // assignment splits one line of the forms NAME=value, export NAME=value,
 // name: value and "name": value (optionally indented).
 func assignment(line string) (name, value string, ok bool) {
-	s := strings.TrimLeft(line, " \t")
+	// Not strings.TrimLeft, IndexAny and TrimRight: this runs on every line
+	// of a body, and those build a byte set per call.
+	s := trimBlanksLeft(line)
 	s = strings.TrimPrefix(s, "export ")
-	i := strings.IndexAny(s[:min(len(s), 86)], "=:") // a longer name is no name: do not read a long line
+	head := s[:min(len(s), 86)] // a longer name is no name: do not read a long line
+	i := strings.IndexByte(head, '=')
+	if j := strings.IndexByte(head, ':'); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
 	if i <= 0 || i > 84 {
 		return "", "", false
 	}
-	name = strings.TrimRight(s[:i], " \t")
+	name = trimBlanksRight(s[:i])
 	name = strings.Trim(name, `"'`)
 	if name == "" || !(name[0] == '_' || name[0] >= 'A' && name[0] <= 'Z' || name[0] >= 'a' && name[0] <= 'z') {
 		return "", "", false
@@ -137,6 +143,24 @@ func assignment(line string) (name, value string, ok bool) {
 		}
 	}
 	return name, strings.TrimRight(s[i+1:], " \t\r"), true
+}
+
+// trimBlanksLeft is strings.TrimLeft(s, " \t").
+func trimBlanksLeft(s string) string {
+	k := 0
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	return s[k:]
+}
+
+// trimBlanksRight is strings.TrimRight(s, " \t").
+func trimBlanksRight(s string) string {
+	k := len(s)
+	for k > 0 && (s[k-1] == ' ' || s[k-1] == '\t') {
+		k--
+	}
+	return s[:k]
 }
 
 // trimValue strips quotes and a trailing comma from an assigned value.
