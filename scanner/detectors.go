@@ -50,20 +50,23 @@ type detector struct {
 	needs   uint32 // features (prefilter.go) of which a text must hold one; 0: any text
 	applies func(g *segment) bool
 	fn      func(text string, emit func(Finding))
-	// inWords, when set, is what detect runs in place of fn: it reads
-	// only the spans where featureScan found phrases.
-	inWords func(text string, spans [][2]int, emit func(Finding))
+	// inSpans, when set, is what detect runs in place of fn: it reads only
+	// the spans of the text that spans picks from featureScan's marks.
+	inSpans func(text string, spans [][2]int, emit func(Finding))
+	spans   func(m *featureMarks) [][2]int
 }
 
 // detectors run over every segment, after the rule engine.
 var detectors = []detector{
 	{name: "cards", needs: fCardDigits, fn: detectCards},
 	{name: "iban", needs: fIBAN, fn: detectIBAN},
-	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys},
+	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys, inSpans: detectBase58KeysIn,
+		spans: func(m *featureMarks) [][2]int { return m.words58 }},
 	{name: "crypto-bech32", needs: fBech32, fn: detectBech32},
 	{name: "crypto-eth", needs: fEth, fn: detectEthAddress},
 	{name: "crypto-hex-key", needs: fLongRun, fn: detectHexKey},
-	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inWords: detectMnemonicIn},
+	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inSpans: detectMnemonicIn,
+		spans: func(m *featureMarks) [][2]int { return m.phrases }},
 	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
 	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
 	{name: "jwt", needs: fJWT, fn: detectJWT},
@@ -106,13 +109,13 @@ func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
 		out = append(out, f)
 	}
 	for _, g = range segs {
-		feats, phrases := g.features()
+		m := g.features()
 		for _, d := range detectors {
-			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
+			if d.needs != 0 && m.f&d.needs == 0 || d.applies != nil && !d.applies(g) {
 				continue
 			}
-			if d.inWords != nil {
-				d.inWords(g.text, phrases, emit)
+			if d.inSpans != nil {
+				d.inSpans(g.text, d.spans(m), emit)
 			} else {
 				d.fn(g.text, emit)
 			}

@@ -210,7 +210,7 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 		}
 		// featureScan has read the text anyway (for detect): without a
 		// long enough run of base64 bytes there is nothing to decode.
-		if feats, _ := g.features(); feats&fB64Run != 0 {
+		if g.features().f&fB64Run != 0 {
 			for _, r := range encodedRuns(g.text) {
 				c := child(r.enc, r.decoded)
 				c.basic = r.enc == encBase64 && isBasicValue(g, r)

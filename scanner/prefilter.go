@@ -47,19 +47,33 @@ var byteClass = func() (t [256]uint8) {
 
 // features reports which of the marks above text holds.
 func features(s string) uint32 {
-	f, _ := featureScan(s)
-	return f
+	return scanFeatures(s).f
+}
+
+// featureMarks is what scanFeatures finds: the marks, and where in the
+// text two detectors that would otherwise read it all again are to look.
+type featureMarks struct {
+	f       uint32
+	phrases [][2]int // when fWords: the spans that hold the phrases
+	words58 [][2]int // when fBase58: the words eachBase58Token gives
 }
 
 // featureScan is features and, when fWords is set, the spans of s that
 // hold the phrases: each starts and ends where mnemonics cuts a run, so
 // that mnemonics reads the same runs in them as in s.
+func featureScan(s string) (f uint32, phrases [][2]int) {
+	m := scanFeatures(s)
+	return m.f, m.phrases
+}
+
+// scanFeatures is featureScan, and the base58 words.
 //
 // It is the scanner's per-byte pass for the own detectors, so its common
 // bytes take short paths: a run of lower-case letters is one tight loop,
 // and a word is looked up in the wordlist once, at its end, packed by one
 // load of the eight bytes before it.
-func featureScan(s string) (f uint32, phrases [][2]int) {
+func scanFeatures(s string) featureMarks {
+	var f uint32
 	// The counters of the loop are its own locals (no closure shares them),
 	// so that they stay in registers; the wordlist run, touched once a
 	// word, lives in wr.
@@ -107,7 +121,10 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 					wr.cutAt(j)
 				}
 				letters, lowerOnly = 0, true
-				f |= base58Word(word, nb58) | b64Run(b64)
+				if word >= 26 {
+					wr.base58(j, word, nb58)
+				}
+				f |= b64Run(b64)
 				word, nb58, b64 = 0, 0, 0
 				i = j
 				continue
@@ -121,7 +138,10 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 				wr.endLetters(i, letters, lowerOnly)
 				letters, lowerOnly = 0, true
 			}
-			f |= base58Word(word, nb58) | b64Run(b64)
+			if word >= 26 {
+				wr.base58(i, word, nb58)
+			}
+			f |= b64Run(b64)
 			word, nb58, b64 = 0, 0, 0
 			if c != ' ' { // a space may stand between digit groups
 				digits = 0
@@ -211,10 +231,15 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 			}
 			wr.cutAt(i)
 		}
-		f |= base58Word(word, nb58)
+		if word >= 26 {
+			wr.base58(i, word, nb58)
+		}
 		word, nb58 = 0, 0
 	}
-	f |= base58Word(word, nb58) | b64Run(b64)
+	if word >= 26 {
+		wr.base58(len(s), word, nb58)
+	}
+	f |= b64Run(b64)
 	if letters > 0 {
 		wr.endLetters(len(s), letters, lowerOnly)
 	}
@@ -222,16 +247,19 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 	if len(wr.phrases) > 0 {
 		f |= fWords
 	}
-	return f, wr.phrases
+	if len(wr.words58) > 0 {
+		f |= fBase58
+	}
+	return featureMarks{f: f, phrases: wr.phrases, words58: wr.words58}
 }
 
-// base58Word is fBase58 when a word of letters and digits of that length
-// and those digits ends.
-func base58Word(word int, nb58 uint8) uint32 {
-	if word >= 26 && nb58 == 0 && word <= 112 { // most words are short: that test first
-		return fBase58
+// base58 notes the word of letters and digits (at least 26 of them) that
+// ends at end when it has a key's or address's length and only base58
+// digits (nb58 == 0).
+func (w *wordRun) base58(end, word int, nb58 uint8) {
+	if nb58 == 0 && word <= 112 {
+		w.words58 = append(w.words58, [2]int{end - word, end})
 	}
-	return 0
 }
 
 // b64Run is fB64Run (and fLongRun) when a run of n base64 bytes ends.
@@ -253,6 +281,7 @@ type wordRun struct {
 	runStart int        // where the run was last cut
 	idx      [24]uint16 // the run's words' wordlist indices
 	phrases  [][2]int
+	words58  [][2]int // base58 words of 26 to 112 digits
 }
 
 func (w *wordRun) cut(i int) {

@@ -14,7 +14,7 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 	m := fakeMnemonic(16)
 	parts := []string{" ", "  ", "\n", "\t", ".", ",", ":", "=", "_", "-", "%2525", "5", "0x", "bc1", "tb1", "key", "Key", "KEY", "eyJ",
 		"ghp_", "sk-", "k_", "SG.", "glpat-", "xoxb-", "DE89", "4111 1111 1111 1111", "de:ad:be:ef:00:11", "abandon ", "zoo ", "the ",
-		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", strings.Repeat("9f", 16), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
+		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", strings.Repeat("9f", 16), strings.Repeat("9xKm", 20), strings.Repeat("z", 113), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
 	r := rand.New(rand.NewPCG(21, 22))
 	phrases := 0
 	for n := 0; n < 50000; n++ {
@@ -30,6 +30,9 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 		}
 		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
 			t.Fatalf("%q: encoded runs without fB64Run", text)
+		}
+		if got, want := scanFeatures(text).words58, base58Words(text); !slices.Equal(got, want) {
+			t.Fatalf("%q: base58 words %v, want %v", text, got, want)
 		}
 		phrases += len(spans)
 	}
@@ -51,7 +54,16 @@ func FuzzFeatureScan(f *testing.F) {
 		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
 			t.Fatalf("%q: encoded runs without fB64Run", text)
 		}
+		if got, want := scanFeatures(text).words58, base58Words(text); !slices.Equal(got, want) {
+			t.Fatalf("%q: base58 words %v, want %v", text, got, want)
+		}
 	})
+}
+
+// base58Words are eachBase58Token's words.
+func base58Words(s string) (out [][2]int) {
+	eachBase58Token(s, func(a, b int) { out = append(out, [2]int{a, b}) })
+	return out
 }
 
 // BenchmarkFeatureScan is the own detectors' per-byte pass alone, and the

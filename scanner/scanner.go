@@ -438,19 +438,18 @@ type segment struct {
 	line   int    // 1-based line of text's start in the original, 0 unknown
 	basic  bool   // the decoded credential of a header's "Basic <base64>"
 
-	// featureScan's result on text, once it was read (scanned).
-	feats   uint32
-	phrases [][2]int
+	// scanFeatures' result on text, once it was read (scanned).
+	marks   featureMarks
 	scanned bool
 }
 
-// features is featureScan(g.text), read once for peel and detect.
-func (g *segment) features() (uint32, [][2]int) {
+// features is scanFeatures(g.text), read once for peel and detect.
+func (g *segment) features() *featureMarks {
 	if !g.scanned {
-		g.feats, g.phrases = featureScan(g.text)
+		g.marks = scanFeatures(g.text)
 		g.scanned = true
 	}
-	return g.feats, g.phrases
+	return &g.marks
 }
 
 func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }
