@@ -315,6 +315,7 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 		phantomLens = s.Phantoms.Lengths()
 	}
 	var out []Finding
+	det := newDetectRun()
 	for i, seg := range top {
 		top[i] = nil // the segment's text goes with its group
 		segs := s.peel([]*segment{seg})
@@ -322,7 +323,7 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 		if err != nil {
 			return nil, err
 		}
-		found = append(found, s.detect(segs, found)...)
+		found = append(found, s.detect(det, segs, found)...)
 		found = s.withCanaries(segs, found, canaryLens)
 		found = s.withPhantoms(req, segs, found, phantomLens)
 		if req != nil && req.Allowed != nil {
