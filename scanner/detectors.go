@@ -109,7 +109,8 @@ func (s *Scanner) detect(d *detectRun, segs []*segment, found []Finding) []Findi
 	return d.out
 }
 
-// detectRun is detect's state for one segment group.
+// detectRun is detect's state: made once per scan, reset for each
+// segment group.
 type detectRun struct {
 	byWhere map[string][]string // the rule engine's secrets by place; nil until needed
 	seen    map[string]bool     // findings emitted; nil until needed

@@ -101,10 +101,10 @@ func scanFeatures(s string) featureMarks {
 			digits = 0
 			nb58 |= t & lowerL
 			if j < len(s) && s[j] == ' ' {
-				// The commonest end of a word, taken here: what the
-				// clSpace case does for a space.
-				// wr.endLetters by hand, without a call in the common case:
-				// a call spills every counter of the loop.
+				// The commonest end of a word, taken here as the clSpace
+				// case takes it, with wr.endLetters written out: without a
+				// call in the common case, as a call spills every counter
+				// of the loop.
 				if lowerOnly && uint(letters-3) <= 8-3 {
 					var k uint64
 					if j >= 8 {
