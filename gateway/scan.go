@@ -50,7 +50,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		Allowed: g.linkAllowed(id),
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		req.Body, req.BodySize = r.Body, r.ContentLength
+		req.Body, req.Size = r.Body, r.ContentLength
 	}
 	allowed, err := g.phantomAllowed(r, id, host, port)
 	if err != nil {

@@ -9,7 +9,17 @@ package scanner
 type bip39Set struct {
 	keys [bip39Slots]uint64 // 0: empty
 	idx  [bip39Slots]uint16 // the word's index in the wordlist
+	// seen has the bit of every word's hash (bip39Bit): most words of prose
+	// are not wordlist words, and one test of a small bitmap tells most of
+	// them without a probe of the larger table.
+	seen [bip39Bits / 64]uint64
 }
+
+const bip39Bits = 1 << 15 // 2048 words: about 6% of other words pass
+
+// bip39Bit is the bit of k in seen: the hash's top 15 bits, of which the
+// slot's 12 are the top (a word's bit and slot come from one multiply).
+func bip39Bit(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> 49 }
 
 const bip39Slots = 4096 // a power of two, twice the wordlist
 
@@ -39,6 +49,8 @@ func newBIP39Set(words []string) *bip39Set {
 			i = (i + 1) & (bip39Slots - 1)
 		}
 		s.keys[i], s.idx[i] = k, uint16(n)
+		b := bip39Bit(k)
+		s.seen[b/64] |= 1 << (b % 64)
 	}
 	return s
 }
@@ -55,6 +67,9 @@ func (s *bip39Set) has(w string) bool {
 
 // index is the wordlist index of the packed word k, if it is one.
 func (s *bip39Set) index(k uint64) (uint16, bool) {
+	if b := bip39Bit(k); s.seen[b/64]&(1<<(b%64)) == 0 {
+		return 0, false
+	}
 	for i := bip39Slot(k); ; i = (i + 1) & (bip39Slots - 1) {
 		switch s.keys[i] {
 		case k:

@@ -92,7 +92,7 @@ func TestWordsSpanHoldsPhrases(t *testing.T) {
 // is set on every text where the detector's own scan finds a candidate.
 func TestCryptoMarksCoverTheirDetectors(t *testing.T) {
 	parts := []string{"5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ", "1BoatSLRHtKNngkdXEeobR76b6LR",
-		"0x", "0X", "bc1", "BC1", "tb1", "key", "Key", "KEY", "kEy", " ", "\n", "é", "_", "-", "O", "l", "0", "I", "9"}
+		"0x", "0X", "bc1", "BC1", "tb1", "key", "Key", "KEY", "kEy", strings.Repeat("0a1B", 8), " ", "\n", "é", "_", "-", "O", "l", "0", "I", "9"}
 	r := rand.New(rand.NewPCG(11, 12))
 	for n := 0; n < 20000; n++ {
 		var b strings.Builder
@@ -111,7 +111,7 @@ func TestCryptoMarksCoverTheirDetectors(t *testing.T) {
 			{"base58", b58, fBase58},
 			{"eth", containsAny(text, "0x", "0X"), fEth},
 			{"bech32", containsAny(text, "bc1", "tb1", "BC1", "TB1"), fBech32},
-			{"key", containsAny(text, "key", "Key", "KEY"), fKeyWord},
+			{"hex key", hasHexRun(text, minHexKeyRun), fLongRun},
 		} {
 			if c.has && f&c.mark == 0 {
 				t.Fatalf("%q: %s candidate without its mark", text, c.name)

@@ -40,32 +40,43 @@ func detectCrypto(text string, emit func(Finding)) {
 // detectBase58Keys reports WIF and extended private keys and base58check
 // addresses.
 func detectBase58Keys(text string, emit func(Finding)) {
-	eachBase58Token(text, func(start, end int) {
-		v := text[start:end]
-		n := len(v)
-		wif := (n == 51 || n == 52) && strings.IndexByte("59KLc", v[0]) >= 0
-		xprv := n >= 104 && v[1:4] == "prv"
-		addr := n <= 35 && strings.IndexByte("13mn2", v[0]) >= 0
-		if !wif && !xprv && !addr {
-			return // decoding is dear: only the shapes of keys and addresses
-		}
-		p, ok := base58Check(v)
-		if !ok {
-			return
-		}
-		rule := ""
-		switch {
-		case wif && (p[0] == 0x80 || p[0] == 0xef) && (len(p) == 33 || len(p) == 34 && p[33] == 0x01):
-			rule = RuleWIF
-		case xprv && len(p) == 78 && xprvVersions[[4]byte(p[:4])] && p[45] == 0:
-			rule = RuleXPRV
-		case addr && len(p) == 21 && (p[0] == 0x00 || p[0] == 0x05 || p[0] == 0x6f || p[0] == 0xc4):
-			rule = RuleCryptoAddress
-		default:
-			return
-		}
-		emit(secretAt(rule, text, start, end))
-	})
+	eachBase58Token(text, func(start, end int) { base58Key(text, start, end, emit) })
+}
+
+// detectBase58KeysIn is detectBase58Keys on the words featureScan found
+// (they are eachBase58Token's).
+func detectBase58KeysIn(text string, words [][2]int, emit func(Finding)) {
+	for _, w := range words {
+		base58Key(text, w[0], w[1], emit)
+	}
+}
+
+// base58Key reports the key or address that text[start:end] is, if any.
+func base58Key(text string, start, end int, emit func(Finding)) {
+	v := text[start:end]
+	n := len(v)
+	wif := (n == 51 || n == 52) && strings.IndexByte("59KLc", v[0]) >= 0
+	xprv := n >= 104 && v[1:4] == "prv"
+	addr := n <= 35 && strings.IndexByte("13mn2", v[0]) >= 0
+	if !wif && !xprv && !addr {
+		return // decoding is dear: only the shapes of keys and addresses
+	}
+	p, ok := base58Check(v)
+	if !ok {
+		return
+	}
+	rule := ""
+	switch {
+	case wif && (p[0] == 0x80 || p[0] == 0xef) && (len(p) == 33 || len(p) == 34 && p[33] == 0x01):
+		rule = RuleWIF
+	case xprv && len(p) == 78 && xprvVersions[[4]byte(p[:4])] && p[45] == 0:
+		rule = RuleXPRV
+	case addr && len(p) == 21 && (p[0] == 0x00 || p[0] == 0x05 || p[0] == 0x6f || p[0] == 0xc4):
+		rule = RuleCryptoAddress
+	default:
+		return
+	}
+	emit(secretAt(rule, text, start, end))
 }
 
 // detectBech32 reports bech32 addresses.
@@ -89,8 +100,12 @@ func detectEthAddress(text string, emit func(Finding)) {
 }
 
 // detectHexKey reports 64 hex digits beside a private-key word.
+// minHexKeyRun is the length of a hex private key: a run of base64 bytes
+// at least that long (fLongRun) holds every run of that many hex digits.
+const minHexKeyRun = 64
+
 func detectHexKey(text string, emit func(Finding)) {
-	if !containsAny(text, "key", "Key", "KEY") || !hasHexRun(text, 64) {
+	if !containsAny(text, "key", "Key", "KEY") || !hasHexRun(text, minHexKeyRun) {
 		return
 	}
 	for _, m := range hexKeyRE.FindAllStringSubmatchIndex(text, -1) {

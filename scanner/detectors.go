@@ -50,20 +50,23 @@ type detector struct {
 	needs   uint32 // features (prefilter.go) of which a text must hold one; 0: any text
 	applies func(g *segment) bool
 	fn      func(text string, emit func(Finding))
-	// inWords, when set, is what detect runs in place of fn: it reads
-	// only the spans where featureScan found phrases.
-	inWords func(text string, spans [][2]int, emit func(Finding))
+	// inSpans, when set, is what detect runs in place of fn: it reads only
+	// the spans of the text that spans picks from featureScan's marks.
+	inSpans func(text string, spans [][2]int, emit func(Finding))
+	spans   func(m *featureMarks) [][2]int
 }
 
 // detectors run over every segment, after the rule engine.
 var detectors = []detector{
 	{name: "cards", needs: fCardDigits, fn: detectCards},
 	{name: "iban", needs: fIBAN, fn: detectIBAN},
-	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys},
+	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys, inSpans: detectBase58KeysIn,
+		spans: func(m *featureMarks) [][2]int { return m.words58 }},
 	{name: "crypto-bech32", needs: fBech32, fn: detectBech32},
 	{name: "crypto-eth", needs: fEth, fn: detectEthAddress},
-	{name: "crypto-hex-key", needs: fKeyWord, fn: detectHexKey},
-	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inWords: detectMnemonicIn},
+	{name: "crypto-hex-key", needs: fLongRun, fn: detectHexKey},
+	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inSpans: detectMnemonicIn,
+		spans: func(m *featureMarks) [][2]int { return m.phrases }},
 	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
 	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
 	{name: "jwt", needs: fJWT, fn: detectJWT},
@@ -74,51 +77,87 @@ var detectors = []detector{
 
 // detect runs the own detectors over the segments. A secret that a finding
 // of the rule engine already holds in the same place is left to that
-// finding: its rule is the more specific one (and may be bound).
-func (s *Scanner) detect(segs []*segment, found []Finding) []Finding {
-	// Built when first needed: most segments have no finding at all, and
-	// this runs once per JSON string.
-	var byWhere map[string][]string // the rule engine's secrets by place
+// finding: its rule is the more specific one (and may be bound). d is kept
+// from one segment group to the next (newDetectRun): detect runs once per
+// JSON string, and its state and emit function allocated each time were
+// half the allocations of a chat body's scan.
+func (s *Scanner) detect(d *detectRun, segs []*segment, found []Finding) []Finding {
+	d.reset()
 	for _, o := range found {
 		if o.secret != "" && o.Rule != genericRule {
-			if byWhere == nil {
-				byWhere = map[string][]string{}
+			if d.byWhere == nil {
+				d.byWhere = map[string][]string{}
 			}
-			byWhere[o.Where] = append(byWhere[o.Where], string(o.secret))
+			d.byWhere[o.Where] = append(d.byWhere[o.Where], string(o.secret))
 		}
 	}
-	var out []Finding
-	var seen map[string]bool
-	var g *segment // the segment being read, for emit
-	emit := func(f Finding) {
-		f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
-		if covered(string(f.secret), byWhere[f.Where]) {
-			return
-		}
-		key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
-		if seen[key] {
-			return
-		}
-		if seen == nil {
-			seen = map[string]bool{}
-		}
-		seen[key] = true
-		out = append(out, f)
-	}
-	for _, g = range segs {
-		feats, phrases := featureScan(g.text)
-		for _, d := range detectors {
-			if d.needs != 0 && feats&d.needs == 0 || d.applies != nil && !d.applies(g) {
+	for _, d.g = range segs {
+		g := d.g
+		m := g.features()
+		for _, det := range detectors {
+			if det.needs != 0 && m.f&det.needs == 0 || det.applies != nil && !det.applies(g) {
 				continue
 			}
-			if d.inWords != nil {
-				d.inWords(g.text, phrases, emit)
+			if det.inSpans != nil {
+				det.inSpans(g.text, det.spans(m), d.emit)
 			} else {
-				d.fn(g.text, emit)
+				det.fn(g.text, d.emit)
 			}
 		}
 	}
-	return out
+	d.g = nil
+	return d.out
+}
+
+// detectRun is detect's state: made once per scan, reset for each
+// segment group.
+type detectRun struct {
+	byWhere map[string][]string // the rule engine's secrets by place; nil until needed
+	seen    map[string]bool     // findings emitted; nil until needed
+	out     []Finding           // what detect returns, valid until its next call
+	g       *segment            // the segment being read, for emit
+	emit    func(Finding)       // add, made once
+}
+
+func newDetectRun() *detectRun {
+	d := &detectRun{}
+	d.emit = d.add
+	return d
+}
+
+// reset empties d for the next group; maps that grew large are dropped,
+// as clearing costs their capacity on every group after.
+func (d *detectRun) reset() {
+	if len(d.byWhere) > 64 {
+		d.byWhere = nil
+	}
+	if len(d.seen) > 64 {
+		d.seen = nil
+	}
+	if cap(d.out) > 256 {
+		d.out = nil
+	}
+	clear(d.byWhere)
+	clear(d.seen)
+	d.out = d.out[:0]
+}
+
+// add is emit: it fills in where and decoding from the segment read.
+func (d *detectRun) add(f Finding) {
+	g := d.g
+	f.Where, f.Decoding, f.header = g.where, g.decoding(), g.header
+	if covered(string(f.secret), d.byWhere[f.Where]) {
+		return
+	}
+	key := f.Rule + "\x00" + f.Where + "\x00" + f.Decoding + "\x00" + string(f.secret)
+	if d.seen[key] {
+		return
+	}
+	if d.seen == nil {
+		d.seen = map[string]bool{}
+	}
+	d.seen[key] = true
+	d.out = append(d.out, f)
 }
 
 // genericRule is gitleaks' catch-all keyword rule: it alerts by default,

@@ -1,9 +1,11 @@
 package scanner
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"hash/crc32"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -412,5 +414,59 @@ func TestMnemonicNotInProse(t *testing.T) {
 	// Capitalised words and punctuation end a run; they are never half-read.
 	if got := mnemonics("Kitchen order example update. Teacher bread"); len(got) != 0 {
 		t.Errorf("prose gave phrases: %q", got)
+	}
+}
+
+// TestAssignmentTrims: the hand-written trims of assignment are the
+// strings functions they stand for.
+func TestAssignmentTrims(t *testing.T) {
+	for _, s := range []string{"", " ", "\t \t", " a ", "\ta\t", "a", " \t a b \t ", "x\t\t", "\t\tx"} {
+		if got, want := trimBlanksLeft(s), strings.TrimLeft(s, " \t"); got != want {
+			t.Errorf("trimBlanksLeft(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := trimBlanksRight(s), strings.TrimRight(s, " \t"); got != want {
+			t.Errorf("trimBlanksRight(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// TestMentionsSecret holds mentionsSecret's one pass to the search per
+// word it replaced, on names made of the words' pieces.
+func TestMentionsSecret(t *testing.T) {
+	ref := func(name string) bool {
+		if len(name) > 96 {
+			return false
+		}
+		l := []byte(name)
+		for i := range l {
+			l[i] |= 0x20
+		}
+		for _, w := range []string{"secret", "token", "pass", "pwd", "credential", "key", "auth", "pat"} {
+			if bytes.Contains(l, []byte(w)) {
+				return true
+			}
+		}
+		return false
+	}
+	parts := []string{"SEC", "ret", "Tok", "en", "pa", "ss", "PWD", "cred", "ential", "KEY", "k", "ey", "AUTH", "au", "th", "Pat", "_", "-", "x", "@", "\x00", "é"}
+	r := rand.New(rand.NewPCG(7, 8))
+	hits := 0
+	for range 50000 {
+		var b strings.Builder
+		for k := r.IntN(8); k > 0; k-- {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		name := b.String()
+		if got, want := mentionsSecret(name), ref(name); got != want {
+			t.Fatalf("mentionsSecret(%q) = %v, want %v", name, got, want)
+		} else if got {
+			hits++
+		}
+	}
+	if hits < 1000 {
+		t.Fatalf("only %d names mention a secret: the test does not reach the words", hits)
+	}
+	if mentionsSecret(strings.Repeat("a", 91) + "secret") {
+		t.Fatal("a name over 96 bytes mentions nothing")
 	}
 }

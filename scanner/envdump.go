@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"unicode"
@@ -119,13 +118,19 @@ func connSchemeByte(c byte) bool {
 // assignment splits one line of the forms NAME=value, export NAME=value,
 // name: value and "name": value (optionally indented).
 func assignment(line string) (name, value string, ok bool) {
-	s := strings.TrimLeft(line, " \t")
+	// Not strings.TrimLeft, IndexAny and TrimRight: this runs on every line
+	// of a body, and those build a byte set per call.
+	s := trimBlanksLeft(line)
 	s = strings.TrimPrefix(s, "export ")
-	i := strings.IndexAny(s[:min(len(s), 86)], "=:") // a longer name is no name: do not read a long line
+	head := s[:min(len(s), 86)] // a longer name is no name: do not read a long line
+	i := strings.IndexByte(head, '=')
+	if j := strings.IndexByte(head, ':'); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
 	if i <= 0 || i > 84 {
 		return "", "", false
 	}
-	name = strings.TrimRight(s[:i], " \t")
+	name = trimBlanksRight(s[:i])
 	name = strings.Trim(name, `"'`)
 	if name == "" || !(name[0] == '_' || name[0] >= 'A' && name[0] <= 'Z' || name[0] >= 'a' && name[0] <= 'z') {
 		return "", "", false
@@ -137,6 +142,24 @@ func assignment(line string) (name, value string, ok bool) {
 		}
 	}
 	return name, strings.TrimRight(s[i+1:], " \t\r"), true
+}
+
+// trimBlanksLeft is strings.TrimLeft(s, " \t").
+func trimBlanksLeft(s string) string {
+	k := 0
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	return s[k:]
+}
+
+// trimBlanksRight is strings.TrimRight(s, " \t").
+func trimBlanksRight(s string) string {
+	k := len(s)
+	for k > 0 && (s[k-1] == ' ' || s[k-1] == '\t') {
+		k--
+	}
+	return s[:k]
 }
 
 // trimValue strips quotes and a trailing comma from an assigned value.
@@ -215,22 +238,63 @@ func secretName(name string) bool {
 }
 
 // mentionsSecret is secretName's cheap first test: the name holds one of
-// the words, in any case.
+// the words, in any case. One pass that looks at the words starting at
+// each byte, rather than a search per word: it runs on every name of a
+// body.
 func mentionsSecret(name string) bool {
-	var buf [96]byte
-	if len(name) > len(buf) {
+	if len(name) > 96 {
 		return false
 	}
-	l := buf[:len(name)]
 	for i := 0; i < len(name); i++ {
-		l[i] = name[i] | 0x20 // ASCII letters to lower case; the rest does not matter here
-	}
-	for _, w := range []string{"secret", "token", "pass", "pwd", "credential", "key", "auth", "pat"} {
-		if bytes.Contains(l, []byte(w)) {
-			return true
+		var words []string
+		switch name[i] | 0x20 { // ASCII letters to lower case; the rest does not matter here
+		case 's':
+			words = mentionS
+		case 't':
+			words = mentionT
+		case 'p':
+			words = mentionP
+		case 'c':
+			words = mentionC
+		case 'k':
+			words = mentionK
+		case 'a':
+			words = mentionA
+		default:
+			continue
+		}
+		for _, w := range words {
+			if hasPrefixFold(name[i:], w) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// The words mentionsSecret looks for ("secret", "token", "pass", "pwd",
+// "credential", "key", "auth", "pat"), by first letter.
+var (
+	mentionS = []string{"secret"}
+	mentionT = []string{"token"}
+	mentionP = []string{"pass", "pwd", "pat"}
+	mentionC = []string{"credential"}
+	mentionK = []string{"key"}
+	mentionA = []string{"auth"}
+)
+
+// hasPrefixFold reports whether s starts with the lower-case word w, with
+// s's bytes folded as mentionsSecret folds them (| 0x20).
+func hasPrefixFold(s, w string) bool {
+	if len(s) < len(w) {
+		return false
+	}
+	for j := 0; j < len(w); j++ {
+		if s[j]|0x20 != w[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // secretValue reports whether an assigned value could be a secret: long

@@ -152,10 +152,9 @@ func sizeHint(enc string, b []byte, max int64) int {
 	return int(min(n, max) + 1)
 }
 
-// readAllHint is io.ReadAll into a buffer of about hint bytes first (one more,
-// so that the read that finds the end of exactly hint bytes does not grow it).
+// readAllHint is io.ReadAll into a buffer of about hint bytes first.
 func readAllHint(r io.Reader, hint int) ([]byte, error) {
-	b := make([]byte, 0, max(hint+1, 512))
+	b := make([]byte, 0, max(hint, 512))
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
@@ -248,7 +247,9 @@ func bodySegments(b []byte, contentType string, encodings []string) []*segment {
 			return segs
 		}
 	}
-	return []*segment{{where: "body", chain: chain, text: string(b), body: true, line: 1}}
+	// The text shares b's bytes: the body read (or decoded) is never
+	// written to after, and a copy would be as large as the body.
+	return []*segment{{where: "body", chain: chain, text: bytesString(b), body: true, line: 1}}
 }
 
 // json1 reports whether b looks like a JSON object or array.

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -117,7 +118,8 @@ func (s *Scanner) ScanTextFor(ctx context.Context, name string, data []byte, all
 	if allowed != nil {
 		req = &Request{Allowed: allowed}
 	}
-	found, err := s.inspect(ctx, req, bodySegments(data, ct, nil))
+	// A copy: the findings' secrets share the text, and data is the caller's.
+	found, err := s.inspect(ctx, req, bodySegments(bytes.Clone(data), ct, nil))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -208,7 +209,11 @@ var jsonDelim = func() (t [256]bool) {
 func stringEnd(b []byte, i int) (int, bool) {
 	esc := false
 	for j := i + 1; j < len(b); j++ {
-		// Most bytes of a string need no look: skip them in a tight loop.
+		// Most bytes of a string need no look: skip them eight at a time,
+		// then in a tight loop.
+		for j+8 <= len(b) && !strSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
 		for j < len(b) && !strSpecial[b[j]] {
 			j++
 		}
@@ -251,6 +256,16 @@ var strSpecial = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// strSpecialIn reports whether one of the eight bytes packed in x may be
+// a strSpecial byte (a quote, a backslash, a control byte or one from
+// 0x80): the bit tricks find every such byte, and may also flag a byte
+// after one.
+func strSpecialIn(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v }
+	return (x|zero(x^('"'*ones))|zero(x^('\\'*ones))|(x-' '*ones)&^x)&highs != 0
+}
 
 // appendUnquoted appends the JSON string body s (without its quotes), decoded
 // as encoding/json decodes it: invalid UTF-8 and lone surrogates become
@@ -296,8 +311,13 @@ func appendUnquoted(dst, s []byte) []byte {
 				return append(dst, s[r:]...)
 			}
 		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			r++
+			// ASCII up to the next escape or other byte, as one copy.
+			j := r + 1
+			for j < len(s) && s[j] != '\\' && s[j] < utf8.RuneSelf {
+				j++
+			}
+			dst = append(dst, s[r:j]...)
+			r = j
 		default:
 			rr, size := utf8.DecodeRune(s[r:])
 			if rr == utf8.RuneError && size == 1 {

@@ -1,7 +1,9 @@
 package scanner
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -88,4 +90,46 @@ func FuzzJSONSegments(f *testing.F) {
 			t.Fatalf("fast %v %+v\nslow %v %+v", okF, views(fast), okS, views(slow))
 		}
 	})
+}
+
+// TestStrSpecialIn: the eight-byte test of stringEnd flags every word
+// that holds a strSpecial byte, and a word of plain bytes never.
+func TestStrSpecialIn(t *testing.T) {
+	for c := range 256 {
+		for p := range 8 {
+			w := []byte("abcdefgh")
+			w[p] = byte(c)
+			x := binary.LittleEndian.Uint64(w)
+			if got := strSpecialIn(x); got != strSpecial[c] {
+				t.Fatalf("byte %#x at %d: got %v, want %v", c, p, got, strSpecial[c])
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		x := r.Uint64()
+		any := false
+		for p := range 8 {
+			any = any || strSpecial[byte(x>>(8*p))]
+		}
+		if any && !strSpecialIn(x) {
+			t.Fatalf("%#x: special byte missed", x)
+		}
+	}
+}
+
+// BenchmarkJSONSegments is the walk alone over the JSON bench bodies.
+func BenchmarkJSONSegments(b *testing.B) {
+	bodies := benchBodies()
+	for _, name := range []string{"json", "code", "packages"} {
+		body := bodies[name]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if _, ok := jsonSegmentsFast(body, nil); !ok {
+					b.Fatal("not JSON")
+				}
+			}
+		})
+	}
 }

@@ -173,6 +173,10 @@ func ownString(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
+// bytesString is b as a string without a copy, for bytes that are read
+// but never written to again.
+func bytesString(b []byte) string { return ownString(b) }
+
 // percentEncode escapes everything but unreserved characters (RFC 3986).
 func percentEncode(s string) string {
 	const hexDigits = "0123456789ABCDEF"
@@ -204,10 +208,14 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 			return &segment{where: g.where, chain: append(append([]string(nil), g.chain...), enc), text: text,
 				header: g.header, body: g.body, depth: g.depth + 1}
 		}
-		for _, r := range encodedRuns(g.text) {
-			c := child(r.enc, r.decoded)
-			c.basic = r.enc == encBase64 && isBasicValue(g, r)
-			out = append(out, c)
+		// featureScan has read the text anyway (for detect): without a
+		// long enough run of base64 bytes there is nothing to decode.
+		if g.features().f&fB64Run != 0 {
+			for _, r := range encodedRuns(g.text) {
+				c := child(r.enc, r.decoded)
+				c.basic = r.enc == encBase64 && isBasicValue(g, r)
+				out = append(out, c)
+			}
 		}
 		for _, r := range hexSepRuns(g.text) {
 			out = append(out, child(r.enc, r.decoded))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -90,58 +89,4 @@ func TestPeakMemoryLayered(t *testing.T) {
 		t.Errorf("peak heap %.2fx the body, want < 4x", ratio)
 	}
 	_ = strings.NewReader
-}
-
-// TestBodyReadInOneBuffer: a body whose size is declared is read into one
-// buffer of that size (the gateway reserves that much of the scan budget for
-// it), not grown by copies, which would hold up to twice the body at once; a
-// declared size over the limit sizes it at the limit.
-func TestBodyReadInOneBuffer(t *testing.T) {
-	const n = 1 << 20
-	body := bytes.Repeat([]byte("plain text, nothing to find. "), n/29+1)[:n]
-	for _, tc := range []struct {
-		name      string
-		declared  int64
-		wantFirst int // the first Read's buffer, at least
-		wantMax   int // and at most
-	}{
-		{"declared", n, n, n + 1},
-		{"declared over the limit", 1 << 40, 2*n + 1, 2*n + 2},
-		{"not declared", 0, 1, 512},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := testScanner(t)
-			s.MaxBodyBytes = 2 * n
-			r := &firstReadSize{r: bytes.NewReader(body)}
-			res, err := s.Scan(context.Background(), &Request{Body: r, BodySize: tc.declared})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.BodyLen != n {
-				t.Fatalf("read %d bytes, want %d", res.BodyLen, n)
-			}
-			if r.first < tc.wantFirst || r.first > tc.wantMax {
-				t.Errorf("first read into %d bytes, want %d to %d", r.first, tc.wantFirst, tc.wantMax)
-			}
-		})
-	}
-	t.Run("readAllHint", func(t *testing.T) {
-		b, err := readAllHint(bytes.NewReader(body), n)
-		if err != nil || len(b) != n || cap(b) != n+1 {
-			t.Errorf("readAllHint(%d bytes, hint %d): len %d cap %d, %v; want one buffer of %d", n, n, len(b), cap(b), err, n+1)
-		}
-	})
-}
-
-// firstReadSize is r, noting the size of the buffer its first Read was given.
-type firstReadSize struct {
-	r     io.Reader
-	first int
-}
-
-func (f *firstReadSize) Read(p []byte) (int, error) {
-	if f.first == 0 {
-		f.first = len(p)
-	}
-	return f.r.Read(p)
 }

@@ -14,7 +14,7 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 	m := fakeMnemonic(16)
 	parts := []string{" ", "  ", "\n", "\t", ".", ",", ":", "=", "_", "-", "%2525", "5", "0x", "bc1", "tb1", "key", "Key", "KEY", "eyJ",
 		"ghp_", "sk-", "k_", "SG.", "glpat-", "xoxb-", "DE89", "4111 1111 1111 1111", "de:ad:be:ef:00:11", "abandon ", "zoo ", "the ",
-		"able", "Zoo ", "é", "l", "O", "I", "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
+		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", strings.Repeat("9f", 16), strings.Repeat("9xKm", 20), strings.Repeat("z", 113), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
 	r := rand.New(rand.NewPCG(21, 22))
 	phrases := 0
 	for n := 0; n < 50000; n++ {
@@ -28,6 +28,12 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 		if f != wf || !slices.Equal(spans, wspans) {
 			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
 		}
+		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
+			t.Fatalf("%q: encoded runs without fB64Run", text)
+		}
+		if got, want := scanFeatures(text).words58, base58Words(text); !slices.Equal(got, want) {
+			t.Fatalf("%q: base58 words %v, want %v", text, got, want)
+		}
 		phrases += len(spans)
 	}
 	if phrases < 100 {
@@ -38,13 +44,26 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 func FuzzFeatureScan(f *testing.F) {
 	f.Add("the key is 4111 1111 1111 1111 and " + fakeMnemonic(12))
 	f.Add("eyJ ghp_ SG. %2525 de:ad:be:ef:00:11 DE89 0x bc1 é")
+	f.Add("token=c2VjcmV0LXZhbHVlLWhlcmU= 414243444546474849505152535455565758")
 	f.Fuzz(func(t *testing.T, text string) {
 		f, spans := featureScan(text)
 		wf, wspans := featureScanRef(text)
 		if f != wf || !slices.Equal(spans, wspans) {
 			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
 		}
+		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
+			t.Fatalf("%q: encoded runs without fB64Run", text)
+		}
+		if got, want := scanFeatures(text).words58, base58Words(text); !slices.Equal(got, want) {
+			t.Fatalf("%q: base58 words %v, want %v", text, got, want)
+		}
 	})
+}
+
+// base58Words are eachBase58Token's words.
+func base58Words(s string) (out [][2]int) {
+	eachBase58Token(s, func(a, b int) { out = append(out, [2]int{a, b}) })
+	return out
 }
 
 // BenchmarkFeatureScan is the own detectors' per-byte pass alone, and the
@@ -129,10 +148,6 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 			switch c {
 			case 'l':
 				b58 = false
-			case 'y':
-				if i >= 2 && s[i-1] == 'e' && (s[i-2] == 'k' || s[i-2] == 'K') {
-					f |= fKeyWord
-				}
 			}
 			digits = 0
 			continue
@@ -171,10 +186,6 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 			case 'J':
 				if i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
 					f |= fJWT
-				}
-			case 'Y':
-				if i >= 2 && s[i-2] == 'K' && s[i-1] == 'E' {
-					f |= fKeyWord
 				}
 			}
 			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
@@ -220,5 +231,19 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 	}
 	endWord(len(s))
 	endLetters(len(s), false)
+	n := 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && b64Chars[s[i]] {
+			n++
+			continue
+		}
+		if n >= minBase64Run {
+			f |= fB64Run
+		}
+		if n >= minHexKeyRun {
+			f |= fLongRun
+		}
+		n = 0
+	}
 	return f, phrases
 }

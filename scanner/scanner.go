@@ -121,10 +121,11 @@ type Request struct {
 	Header http.Header
 	// Body is read up to the limit (plus one byte to notice more); nil: none.
 	Body io.Reader
-	// BodySize is Body's declared length (Content-Length), which sizes the
-	// buffer it is read into, so that it is read in one allocation instead of
-	// growing by copies; it is capped at the limit plus one. 0 or less: unknown.
-	BodySize int64
+	// Size is the body's length when known (the request's Content-Length):
+	// the body is then read into one buffer of that size (at most the limit
+	// plus one byte) rather than one that doubles as it fills. 0 or less:
+	// unknown, or the length of a Body with a Len method (bytes.Reader).
+	Size int64
 	// Allowed reports whether the client may reach host; links to hosts it
 	// may not reach are exfiltration channels. nil: links are not checked.
 	Allowed func(host string) bool
@@ -218,7 +219,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	var plain []byte
 	if req.Body != nil {
 		max := s.maxBody()
-		buf, err := readAllHint(io.LimitReader(req.Body, max+1), int(min(req.BodySize, max+1)))
+		buf, err := readAllHint(io.LimitReader(req.Body, max+1), bodyHint(req, max))
 		if err != nil {
 			return nil, fmt.Errorf("scanner: read body: %w", err)
 		}
@@ -284,6 +285,19 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	return res, nil
 }
 
+// bodyHint is the buffer size to read req's body into: its known length
+// and one byte to see the end, or readAllHint's default when unknown.
+func bodyHint(req *Request, max int64) int {
+	n := req.Size
+	if l, ok := req.Body.(interface{ Len() int }); ok && n <= 0 {
+		n = int64(l.Len())
+	}
+	if n <= 0 {
+		return 0
+	}
+	return int(min(n, max) + 1)
+}
+
 // inspect peels each segment's layers and runs every detector over the
 // segment and its layers together, one segment at a time: the decoded
 // layers of one segment are garbage before the next is decoded, so that
@@ -301,6 +315,7 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 		phantomLens = s.Phantoms.Lengths()
 	}
 	var out []Finding
+	det := newDetectRun()
 	for i, seg := range top {
 		top[i] = nil // the segment's text goes with its group
 		segs := s.peel([]*segment{seg})
@@ -308,7 +323,7 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 		if err != nil {
 			return nil, err
 		}
-		found = append(found, s.detect(segs, found)...)
+		found = append(found, s.detect(det, segs, found)...)
 		found = s.withCanaries(segs, found, canaryLens)
 		found = s.withPhantoms(req, segs, found, phantomLens)
 		if req != nil && req.Allowed != nil {
@@ -423,6 +438,19 @@ type segment struct {
 	depth  int    // layers peeled to get here
 	line   int    // 1-based line of text's start in the original, 0 unknown
 	basic  bool   // the decoded credential of a header's "Basic <base64>"
+
+	// scanFeatures' result on text, once it was read (scanned).
+	marks   featureMarks
+	scanned bool
+}
+
+// features is scanFeatures(g.text), read once for peel and detect.
+func (g *segment) features() *featureMarks {
+	if !g.scanned {
+		g.marks = scanFeatures(g.text)
+		g.scanned = true
+	}
+	return &g.marks
 }
 
 func (g *segment) decoding() string { return strings.Join(g.chain, " > ") }

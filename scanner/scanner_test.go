@@ -698,3 +698,35 @@ func TestCanaryIssuedElsewhereIsSeenByTheNextScan(t *testing.T) {
 		}
 	}
 }
+
+// TestBodySizeHint: a body's declared size only sizes the read buffer: a
+// size that is short, long, absent or far over the limit reads the same
+// bytes and finds the same secret, and a body over the limit stays
+// oversize whatever size it declares.
+func TestBodySizeHint(t *testing.T) {
+	s := testScanner(t)
+	s.MaxBodyBytes = 4096
+	body := "x=1\ncard " + fakeCard("4", 16) + "\n" + strings.Repeat("plain words ", 100)
+	for _, size := range []int64{0, -1, 10, int64(len(body)), int64(len(body)) + 100, 1 << 40} {
+		// io.MultiReader hides strings.Reader's Len: only Size sizes the buffer.
+		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/plain"}},
+			Body: io.MultiReader(strings.NewReader(body)), Size: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(res.Body)
+		if string(got) != body || res.BodyLen != int64(len(body)) || !hasRule(res.Findings, RulePaymentCard) {
+			t.Errorf("size %d: body %d bytes (len %d), findings %v", size, len(got), res.BodyLen, res.Findings)
+		}
+	}
+	big := strings.Repeat("a", 5000)
+	for _, size := range []int64{0, 100, 5000, 1 << 40} {
+		res, err := s.Scan(context.Background(), &Request{Body: io.MultiReader(strings.NewReader(big)), Size: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasRule(res.Findings, RuleOversize) {
+			t.Errorf("size %d: no oversize finding in %v", size, res.Findings)
+		}
+	}
+}
