@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -445,7 +446,7 @@ func (s aebScore) baseline() string {
 		"# Profile: every case host allowed as *.<registrable domain> and the domain itself, with\n" +
 		"# WebSocket; the hosts of domain_blocklist cases not allowed; scanning.actions sets\n" +
 		"# injection and url-entropy-path to block (both alert by default).\n" +
-		"# Missed: " + strings.Join(s.missed, ", ") + "\n" +
+		"# Missed: " + cmp.Or(strings.Join(s.missed, ", "), "none") + "\n" +
 		fmt.Sprintf("containment %d/%d\nfalse-positives %d/%d\n", s.blocked, s.attacks, s.fp, s.benign) +
 		"\n" + s.table()
 }

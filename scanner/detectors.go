@@ -23,6 +23,7 @@ const (
 	RuleConnectionString = "connection-string-password"  // scheme://user:password@host
 	RuleKeyShape         = "api-key-shape"               // a provider prefix (ghp_, sk-, SG.) gitleaks' exact lengths miss
 	RuleJWT              = "jwt"                         // gitleaks' id: a JWT with a short or missing signature
+	RuleAWSSecretEncoded = "aws-secret-key-encoded"      // an AWS secret key's shape behind hex or base64 (awssecret.go)
 	RuleURLEntropyPath   = "url-entropy-path"            // random-looking segment in the request path
 	RuleMultiEncoded     = "encoding-evasion"            // three or more layers of percent-encoding, delimited hex text
 	RuleExfilHost        = "exfil-hostname"              // data in wildcard-matched host labels
@@ -73,6 +74,9 @@ var detectors = []detector{
 	{name: "path-entropy", applies: func(g *segment) bool { return g.where == "url" && g.depth == 0 }, fn: detectPathEntropy},
 	{name: "evasion", needs: fPercent | fDelimHex, applies: func(g *segment) bool { return g.depth == 0 }, fn: detectEvasion},
 	{name: "injection", applies: agentMessage, fn: detectInjection},
+	{name: "aws-secret-encoded", applies: inEncodedLayer, fn: detectAWSSecretEncoded},
+	// A hex run long enough to hold a key is a long base64-alphabet run.
+	{name: "aws-secret-in-hex", needs: fLongRun, applies: func(g *segment) bool { return g.depth == 0 }, fn: detectAWSSecretInHex},
 }
 
 // detect runs the own detectors over the segments. A secret that a finding
