@@ -25,8 +25,8 @@ import (
 
 // TestSoak runs a mixed load on loopback (allowed, denied, secret-bearing,
 // WebSocket and large requests) for SLUICE_SOAK (default 60s; `make soak`
-// runs it longer), then checks that goroutines, open files and RSS came
-// back within 10% of what they were before the load.
+// runs it longer), then checks that goroutines, open files and the Go heap
+// came back within 10% of what they were before the load, and RSS within 25%.
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak test: skipped with -short")
@@ -129,19 +129,24 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("%d requests in %v; before %+v, after %+v", ops.Load(), d, before, after)
 	if !after.within(before, 0.10) {
-		t.Fatalf("resources did not come back within 10%%: before %+v, after %+v", before, after)
+		t.Fatalf("resources did not come back (10%%, RSS 25%%): before %+v, after %+v", before, after)
 	}
 }
 
-// usage is what the process holds.
+// usage is what the process holds: Heap is the Go heap and stacks in use
+// after a collection, where a leak of the gateway's shows; RSS adds what the
+// allocator keeps and, under -race, the race detector's shadow memory, which
+// moved by up to 12% over a clean run in CI (the machine loaded by the other
+// packages' tests): it gets a wider margin.
 type usage struct {
 	Goroutines, FDs int
-	RSS             int64
+	Heap, RSS       int64
 }
 
 func (u usage) within(b usage, frac float64) bool {
-	ok := func(a, b float64) bool { return a <= b*(1+frac) }
-	return ok(float64(u.Goroutines), float64(b.Goroutines)) && ok(float64(u.FDs), float64(b.FDs)) && ok(float64(u.RSS), float64(b.RSS))
+	ok := func(a, b float64, frac float64) bool { return a <= b*(1+frac) }
+	return ok(float64(u.Goroutines), float64(b.Goroutines), frac) && ok(float64(u.FDs), float64(b.FDs), frac) &&
+		ok(float64(u.Heap), float64(b.Heap), frac) && ok(float64(u.RSS), float64(b.RSS), 2.5*frac)
 }
 
 func measure(t *testing.T) usage {
@@ -155,7 +160,10 @@ func measure(t *testing.T) usage {
 	}
 	f := strings.Fields(string(statm))
 	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return usage{Goroutines: runtime.NumGoroutine(), FDs: len(fds), RSS: pages * int64(os.Getpagesize())}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usage{Goroutines: runtime.NumGoroutine(), FDs: len(fds), Heap: int64(ms.HeapInuse + ms.StackInuse),
+		RSS: pages * int64(os.Getpagesize())}
 }
 
 // expect checks a response's status and Sluice-Reason.
