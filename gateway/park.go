@@ -86,11 +86,8 @@ func (l *parkListener) Accept() (net.Conn, error) {
 	// Wait for the next request with net/http's own idle deadline.
 	l.conn.SetReadDeadline(until)
 	var first [1]byte
-	n, err := l.conn.Read(first[:])
-	if n == 0 {
-		if err == nil {
-			err = io.ErrNoProgress
-		}
+	n, _ := l.conn.Read(first[:])
+	if n == 0 { // idle timeout, the client left, or the tunnel was closed
 		l.end()
 		return nil, net.ErrClosed
 	}

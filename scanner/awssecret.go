@@ -16,9 +16,9 @@ const awsSecretLen = 40
 
 // inEncodedLayer: detectAWSSecretEncoded reads only texts decoded from hex
 // or base64. In plain text the shape is too common (a base64 run cut to 40
-// characters, a nonce) to stand alone; behind an encoding, decoded bytes
-// that are anything but binary or text are rare (a byte of random binary is
-// in base64's alphabet one time in four, so 40 in a row almost never are).
+// characters, a nonce) to stand alone. Behind an encoding it is rare: text
+// seldom holds one, and random binary almost never (a byte of it is in
+// base64's alphabet one time in four, so 40 in a row almost never are).
 func inEncodedLayer(g *segment) bool {
 	return g.depth > 0 && (slices.Contains(g.chain, encHex) || slices.Contains(g.chain, encBase64) ||
 		slices.Contains(g.chain, encBase64URL))
