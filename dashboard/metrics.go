@@ -94,6 +94,9 @@ func label(v string) string {
 type MetricsOptions struct {
 	// OpenTunnels is the number of CONNECT tunnels open now.
 	OpenTunnels func() int
+	// ParkedTunnels is how many of them are idle HTTP/1.1 tunnels parked
+	// without net/http's buffers. nil: no gauge.
+	ParkedTunnels func() int
 	// QueueDepth is the number of incidents waiting for the store writer.
 	QueueDepth func() int
 }
@@ -195,6 +198,12 @@ func NewMetrics(o MetricsOptions) *Metrics {
 			Name: "sluice_tunnels_open",
 			Help: "CONNECT tunnels open now.",
 		}, func() float64 { return float64(o.OpenTunnels()) }))
+	}
+	if o.ParkedTunnels != nil {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_tunnels_parked",
+			Help: "Idle HTTP/1.1 tunnels parked now (open, their buffers given back).",
+		}, func() float64 { return float64(o.ParkedTunnels()) }))
 	}
 	if o.QueueDepth != nil {
 		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

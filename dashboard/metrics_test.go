@@ -23,8 +23,9 @@ func scrape(t *testing.T, h http.Handler) string {
 }
 
 func TestMetricsMove(t *testing.T) {
-	tunnels, depth := 3, 7
-	m := NewMetrics(MetricsOptions{OpenTunnels: func() int { return tunnels }, QueueDepth: func() int { return depth }})
+	tunnels, parked, depth := 3, 2, 7
+	m := NewMetrics(MetricsOptions{OpenTunnels: func() int { return tunnels }, ParkedTunnels: func() int { return parked },
+		QueueDepth: func() int { return depth }})
 	h := NewRouter(Options{Metrics: m})
 
 	m.Event("acme", "host-not-allowed", "block", "")
@@ -59,6 +60,7 @@ func TestMetricsMove(t *testing.T) {
 		`sluice_policy_reloads_total{result="ok"} 1`,
 		`sluice_policy_reloads_total{result="error"} 1`,
 		`sluice_tunnels_open 3`,
+		`sluice_tunnels_parked 2`,
 		`sluice_store_queue_depth 7`,
 		`go_goroutines `,
 	} {
@@ -66,9 +68,10 @@ func TestMetricsMove(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	tunnels, depth = 0, 0
+	tunnels, parked, depth = 0, 0, 0
 	body = scrape(t, h)
-	if !strings.Contains(body, "sluice_tunnels_open 0") || !strings.Contains(body, "sluice_store_queue_depth 0") {
+	if !strings.Contains(body, "sluice_tunnels_open 0") || !strings.Contains(body, "sluice_tunnels_parked 0") ||
+		!strings.Contains(body, "sluice_store_queue_depth 0") {
 		t.Error("gauges are not read at scrape time")
 	}
 }

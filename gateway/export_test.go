@@ -9,6 +9,3 @@ func SetParkAfter(d time.Duration) (restore func()) {
 	parkAfter = d
 	return func() { parkAfter = old }
 }
-
-// ParkedTunnels is how many idle HTTP/1.1 tunnels are parked now.
-func (g *Gateway) ParkedTunnels() int64 { return g.parkedTunnels.Load() }

@@ -111,6 +111,10 @@ func (g *Gateway) closeTunnels(match func(*tunnel) bool) int {
 	return len(doomed)
 }
 
+// ParkedTunnels reports how many idle HTTP/1.1 tunnels are parked (park.go):
+// open, waiting for their next request without net/http's buffers.
+func (g *Gateway) ParkedTunnels() int { return int(g.parkedTunnels.Load()) }
+
 // OpenTunnels reports how many CONNECT tunnels and WebSockets are open.
 func (g *Gateway) OpenTunnels() int {
 	g.mu.Lock()

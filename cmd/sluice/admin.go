@@ -37,6 +37,12 @@ func (s *Server) openStore() error {
 			}
 			return s.gw.OpenTunnels()
 		},
+		ParkedTunnels: func() int {
+			if s.gw == nil {
+				return 0
+			}
+			return s.gw.ParkedTunnels()
+		},
 		QueueDepth: func() int { return o.Writer.Depth() },
 	})
 	o.Writer = &store.Writer{Store: st, Logger: s.Logger, OnBatch: s.metrics.ObserveBatch}
