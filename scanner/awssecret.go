@@ -3,6 +3,7 @@ package scanner
 import (
 	"encoding/hex"
 	"slices"
+	"strings"
 )
 
 // RuleAWSSecretEncoded (detectors.go) is an AWS secret access key's shape
@@ -49,24 +50,11 @@ func detectAWSSecretEncoded(text string, emit func(Finding)) {
 	}
 }
 
-// awsKeyLike: every class of the alphabet, and the entropy of random base64
-// (40 random characters of 64 average about 4.8 bits each; English words
-// and repeated patterns stay well below 4).
+// awsKeyLike: upper and lower case, digits, a '/' or '+', and the entropy of
+// random base64 (40 random characters of 64 average about 4.8 bits each;
+// English words and repeated patterns stay well below 4).
 func awsKeyLike(s string) bool {
-	var upper, lower, digit, sym bool
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'A' && c <= 'Z':
-			upper = true
-		case c >= 'a' && c <= 'z':
-			lower = true
-		case c >= '0' && c <= '9':
-			digit = true
-		default:
-			sym = true
-		}
-	}
-	return upper && lower && digit && sym && entropy(s) >= 4.3
+	return mixedCase(s) && strings.ContainsAny(s, "+/") && entropy(s) >= 4.3
 }
 
 // detectAWSSecretInHex reads the hex runs of a text that decode to binary
