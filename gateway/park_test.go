@@ -48,7 +48,8 @@ func readOK(t *testing.T, br *bufio.Reader, want string) {
 
 // An idle HTTP/1.1 tunnel is parked, and the client's connection goes on as
 // one kept-alive connection: the next request, a request whose first byte
-// comes alone, pipelined requests, all answered in order.
+// comes alone, one whose first bytes came with the one before, pipelined
+// requests, all answered in order.
 func TestIdleTunnelParks(t *testing.T) {
 	defer gateway.SetParkAfter(50 * time.Millisecond)()
 	w := newWorld(t)
@@ -72,6 +73,20 @@ func TestIdleTunnelParks(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	io.WriteString(c, req[1:])
 	readOK(t, br, "hello GET /v1/c 0")
+	parked()
+
+	// A request with the first bytes of the next one: net/http holds them
+	// while it waits for the rest, so the connection must not park (and drop
+	// them) however long the rest takes.
+	next := get("/v1/h")
+	io.WriteString(c, get("/v1/g")+next[:2])
+	readOK(t, br, "hello GET /v1/g 0")
+	time.Sleep(300 * time.Millisecond) // six times parkAfter
+	if n := w.gw.ParkedTunnels(); n != 0 {
+		t.Fatalf("%d tunnels parked while net/http held part of a request", n)
+	}
+	io.WriteString(c, next[2:])
+	readOK(t, br, "hello GET /v1/h 0")
 	parked()
 
 	io.WriteString(c, get("/v1/d")+get("/v1/e")+get("/v1/f"))
