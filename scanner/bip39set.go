@@ -65,9 +65,16 @@ func (s *bip39Set) has(w string) bool {
 	return ok
 }
 
+// maybe is false when the packed word k is surely no wordlist word: one
+// test of the bitmap, which rules out about 94% of other words.
+func (s *bip39Set) maybe(k uint64) bool {
+	b := bip39Bit(k)
+	return s.seen[b/64]&(1<<(b%64)) != 0
+}
+
 // index is the wordlist index of the packed word k, if it is one.
 func (s *bip39Set) index(k uint64) (uint16, bool) {
-	if b := bip39Bit(k); s.seen[b/64]&(1<<(b%64)) == 0 {
+	if !s.maybe(k) {
 		return 0, false
 	}
 	for i := bip39Slot(k); ; i = (i + 1) & (bip39Slots - 1) {

@@ -1,5 +1,7 @@
 package scanner
 
+import "math/bits"
+
 // Features of a text that the own detectors need, found in one pass, so
 // that a detector whose marks are absent does not read the text at all.
 const (
@@ -69,17 +71,17 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 // scanFeatures is featureScan, and the base58 words.
 //
 // It is the scanner's per-byte pass for the own detectors, so its common
-// bytes take short paths: a run of lower-case letters is one tight loop,
-// and a word is looked up in the wordlist once, at its end, packed by one
-// load of the eight bytes before it.
+// bytes take short paths: a run of lower-case letters is found eight bytes
+// at a time, and what a word needs checking for (base58 digits, wordlist
+// words) is checked only when the word or run it belongs to is long
+// enough to matter, which in prose is rare.
 func scanFeatures(s string) featureMarks {
 	var f uint32
 	// The counters of the loop are its own locals (no closure shares them),
 	// so that they stay in registers; the wordlist run, touched once a
 	// word, lives in wr.
-	digits := 0      // digits in a row (spaces and dashes allowed between)
-	word := 0        // letters and digits in a row
-	nb58 := uint8(0) // not 0 when one of them is no base58 digit (bits, not a branch per word)
+	digits := 0 // digits in a row (spaces and dashes allowed between)
+	word := 0   // letters and digits in a row
 	// Words as mnemonics reads them: runs of letters (ASCII and any byte
 	// from 0x80) split by white space; a run of wordlist words is cut by
 	// any other word or byte.
@@ -89,43 +91,37 @@ func scanFeatures(s string) featureMarks {
 	wr := wordRun{s: s, set: bip39Words39()}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if t := lowerRun[c]; t != 0 {
+		if isLowerASCII(c) {
+			// lowerEnd, written out: a call would spill the counters.
 			j := i + 1
-			for j < len(s) && lowerRun[s[j]] != 0 {
-				t |= lowerRun[s[j]]
+			for j+8 <= len(s) {
+				if m := ^lowerBytes(load8le(s[j:j+8])) & hiBits; m != 0 {
+					j += bits.TrailingZeros64(m) / 8
+					break
+				}
+				j += 8
+			}
+			for j < len(s) && isLowerASCII(s[j]) {
 				j++
 			}
 			letters += j - i
 			word += j - i
 			b64 += j - i
 			digits = 0
-			nb58 |= t & lowerL
 			if j < len(s) && s[j] == ' ' {
 				// The commonest end of a word, taken here as the clSpace
-				// case takes it, with wr.endLetters written out: without a
-				// call in the common case, as a call spills every counter
-				// of the loop.
-				if lowerOnly && uint(letters-3) <= 8-3 {
-					var k uint64
-					if j >= 8 {
-						k = load8(s[j-8:j]) & lowBytes[letters&7]
-					} else {
-						k = packedBefore(s, j, letters)
-					}
-					if v, in := wr.set.index(k); in {
-						wr.add(v)
-					} else {
-						wr.cutAt(j)
-					}
+				// case takes it, without a call.
+				if lowerOnly && uint(letters-3) <= 8-3 && wr.set.maybe(packedBefore(s, j, letters)) {
+					wr.run++
 				} else {
 					wr.cutAt(j)
 				}
 				letters, lowerOnly = 0, true
 				if word >= 26 {
-					wr.base58(j, word, nb58)
+					wr.base58(j, word)
 				}
 				f |= b64Run(b64)
-				word, nb58, b64 = 0, 0, 0
+				word, b64 = 0, 0
 				i = j
 				continue
 			}
@@ -139,10 +135,10 @@ func scanFeatures(s string) featureMarks {
 				letters, lowerOnly = 0, true
 			}
 			if word >= 26 {
-				wr.base58(i, word, nb58)
+				wr.base58(i, word)
 			}
 			f |= b64Run(b64)
-			word, nb58, b64 = 0, 0, 0
+			word, b64 = 0, 0
 			if c != ' ' { // a space may stand between digit groups
 				digits = 0
 			}
@@ -153,11 +149,8 @@ func scanFeatures(s string) featureMarks {
 			}
 			word++
 			b64++
-			if c == '0' {
-				nb58 = 1
-				if i+1 < len(s) && s[i+1]|0x20 == 'x' {
-					f |= fEth
-				}
+			if c == '0' && i+1 < len(s) && s[i+1]|0x20 == 'x' {
+				f |= fEth
 			}
 			if c == '1' && i >= 2 && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
@@ -174,13 +167,8 @@ func scanFeatures(s string) featureMarks {
 		case clUpper:
 			word++
 			b64++
-			switch c {
-			case 'I', 'O':
-				nb58 = 1
-			case 'J':
-				if i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
-					f |= fJWT
-				}
+			if c == 'J' && i >= 2 && s[i-2] == 'e' && s[i-1] == 'y' {
+				f |= fJWT
 			}
 			if i+3 < len(s) && byteClass[s[i+1]] == clUpper && byteClass[s[i+2]] == clDigit && byteClass[s[i+3]] == clDigit {
 				f |= fIBAN
@@ -232,12 +220,12 @@ func scanFeatures(s string) featureMarks {
 			wr.cutAt(i)
 		}
 		if word >= 26 {
-			wr.base58(i, word, nb58)
+			wr.base58(i, word)
 		}
-		word, nb58 = 0, 0
+		word = 0
 	}
 	if word >= 26 {
-		wr.base58(len(s), word, nb58)
+		wr.base58(len(s), word)
 	}
 	f |= b64Run(b64)
 	if letters > 0 {
@@ -255,11 +243,18 @@ func scanFeatures(s string) featureMarks {
 
 // base58 notes the word of letters and digits (at least 26 of them) that
 // ends at end when it has a key's or address's length and only base58
-// digits (nb58 == 0).
-func (w *wordRun) base58(end, word int, nb58 uint8) {
-	if nb58 == 0 && word <= 112 {
-		w.words58 = append(w.words58, [2]int{end - word, end})
+// digits. The digits are checked here, not byte by byte in the loop: few
+// words are this long.
+func (w *wordRun) base58(end, word int) {
+	if word > 112 {
+		return
 	}
+	for _, c := range []byte(w.s[end-word : end]) {
+		if base58Index[c] < 0 {
+			return
+		}
+	}
+	w.words58 = append(w.words58, [2]int{end - word, end})
 }
 
 // b64Run is fB64Run (and fLongRun) when a run of n base64 bytes ends.
@@ -273,23 +268,27 @@ func b64Run(n int) (f uint32) {
 	return f
 }
 
-// wordRun is featureScan's run of wordlist words.
+// wordRun is scanFeatures' run of words that may be wordlist words: runs
+// of 3 to 8 lower-case letters split by white space, that the wordlist's
+// bitmap does not rule out. Only a run of at least minPhraseWords of them
+// can hold a phrase, so only such a run is looked up in the wordlist
+// (phraseRuns), when it is cut; in prose, other words and punctuation cut
+// nearly every run before that.
 type wordRun struct {
 	s        string
 	set      *bip39Set
-	run      int        // wordlist words in a row
-	runStart int        // where the run was last cut
-	idx      [24]uint16 // the run's words' wordlist indices
+	run      int // such words in a row
+	runStart int // where the run was last cut
 	phrases  [][2]int
 	words58  [][2]int // base58 words of 26 to 112 digits
 }
 
+// minPhraseWords is the fewest words of a BIP-39 phrase.
+const minPhraseWords = 12
+
 func (w *wordRun) cut(i int) {
-	switch w.run {
-	case 12, 15, 18, 21, 24:
-		if bip39ChecksumOf(w.idx[:w.run]) {
-			w.phrases = append(w.phrases, [2]int{w.runStart, i})
-		}
+	if w.run >= minPhraseWords {
+		w.phrases = phraseRuns(w.s, w.runStart, i, w.phrases)
 	}
 	w.run, w.runStart = 0, i
 }
@@ -307,45 +306,63 @@ func (w *wordRun) cutAt(i int) {
 // endLetters ends the word of letters before i (letters > 0) at a byte
 // that is no letter; the callers cut the run at any byte but white space.
 func (w *wordRun) endLetters(i, letters int, lowerOnly bool) {
-	if lowerOnly && uint(letters-3) <= 8-3 { // 3 to 8 letters
-		w.lookUp(i, letters)
+	if lowerOnly && uint(letters-3) <= 8-3 && w.set.maybe(packedBefore(w.s, i, letters)) { // 3 to 8 letters
+		w.run++
 		return
 	}
 	w.cutAt(i)
 }
 
-// lookUp adds the word of letters before i to the run when it is a
-// wordlist word, and cuts the run there when not.
-func (w *wordRun) lookUp(i, letters int) {
-	if v, in := w.set.index(packedBefore(w.s, i, letters)); in {
-		w.add(v)
-		return
+// phraseRuns appends the spans of s[from:to] that hold a checksummed
+// phrase. s[from:to] is a run wordRun cut: words of letters split by
+// white space, after the byte at from that cut the run before it (a
+// letter only when from is 0). A run of wordlist words in it is cut by any other
+// word, as mnemonics cuts it, and is a phrase when it has a phrase's
+// length and checksum.
+func phraseRuns(s string, from, to int, phrases [][2]int) [][2]int {
+	set := bip39Words39()
+	var idx [24]uint16
+	run, start := 0, from
+	for i := from; i < to; {
+		if byteClass[s[i]] == clSpace || i == from && !isLetter(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < to && byteClass[s[j]] != clSpace {
+			j++
+		}
+		// A word that packs to a wordlist word's key is that word: all
+		// lower-case letters.
+		if n := j - i; uint(n-3) <= 8-3 {
+			k := packedBefore(s, j, n)
+			if v, in := set.index(k); in {
+				if run < len(idx) {
+					idx[run] = v
+				}
+				run++
+				i = j
+				continue
+			}
+		}
+		phrases = phraseAt(idx[:], run, start, j, phrases)
+		run, start = 0, j
+		i = j
 	}
-	w.cutAt(i)
+	return phraseAt(idx[:], run, start, to, phrases)
 }
 
-// add adds the wordlist word of index v to the run.
-func (w *wordRun) add(v uint16) {
-	if w.run < len(w.idx) {
-		w.idx[w.run] = v
+// phraseAt appends [start, end] when the run of n wordlist words with
+// the indices idx ending at end has a phrase's length and checksum.
+func phraseAt(idx []uint16, n, start, end int, phrases [][2]int) [][2]int {
+	switch n {
+	case 12, 15, 18, 21, 24:
+		if bip39ChecksumOf(idx[:n]) {
+			phrases = append(phrases, [2]int{start, end})
+		}
 	}
-	w.run++
+	return phrases
 }
-
-// lowerRun marks the lower-case letters for featureScan's tight loop, with
-// the one that needs a second look: l (no base58 digit).
-const (
-	lowerAny = 1 << iota
-	lowerL
-)
-
-var lowerRun = func() (t [256]uint8) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = lowerAny
-	}
-	t['l'] |= lowerL
-	return t
-}()
 
 // packedBefore is s[i-n:i] (1 to 8 bytes) packed as packWord packs it:
 // one big-endian load of the eight bytes before i, masked, where there
@@ -368,6 +385,48 @@ func load8(b string) uint64 {
 
 // lowBytes[n] keeps the n low bytes of a word (all eight for 0, as n is 8).
 var lowBytes = [8]uint64{^uint64(0), 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff}
+
+// isLetter is a byte of a word as mnemonics reads words.
+func isLetter(c byte) bool { return c >= 0x80 || c|0x20-'a' <= 'z'-'a' }
+
+func isLowerASCII(c byte) bool { return c-'a' <= 'z'-'a' }
+
+// lowerEnd is the index of the first byte of s from i on that is no
+// lower-case ASCII letter (len(s) when there is none), eight bytes at a
+// time.
+func lowerEnd(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		if m := ^lowerBytes(load8le(s[i:i+8])) & hiBits; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for i < len(s) && isLowerASCII(s[i]) {
+		i++
+	}
+	return i
+}
+
+const (
+	loBits = 0x0101010101010101
+	hiBits = 0x8080808080808080
+)
+
+// lowerBytes has the high bit of each byte of x that is 'a' to 'z'. No
+// byte's arithmetic borrows from the next: each is computed on its low
+// seven bits with its high bit set (for >= 'a') or clear (for <= 'z').
+func lowerBytes(x uint64) uint64 {
+	ge := (x | hiBits) - 'a'*loBits
+	le := ('z'|0x80)*loBits - x&^hiBits
+	return ge & le &^ x & hiBits
+}
+
+// load8le is binary.LittleEndian.Uint64 on the eight bytes of b, which the
+// compiler makes one load.
+func load8le(b string) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
 
 // delimitedHexAt sets fDelimHex when three hex bytes split by one
 // delimiter start at s[i] (i+7 < len(s)).
