@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"math/rand/v2"
 	stdregexp "regexp"
 	"strconv"
 	"strings"
@@ -69,6 +70,24 @@ func BenchmarkKeywordSet(b *testing.B) {
 			cpu := cpuTime()
 			for b.Loop() {
 				rs.eng.kw.each(text, func(int, int) { n++ })
+			}
+			reportCPU(b, cpuTime()-cpu, len(text))
+		})
+		// The same text in pieces of a chat message's length, as a JSON
+		// body's segments come.
+		var pieces []string
+		for rest, r := text, rand.New(rand.NewPCG(1, 2)); len(rest) > 0; {
+			n := min(200+r.IntN(1800), len(rest))
+			pieces, rest = append(pieces, rest[:n]), rest[n:]
+		}
+		b.Run(name+"/ours-pieces", func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			n := 0
+			cpu := cpuTime()
+			for b.Loop() {
+				for _, p := range pieces {
+					rs.eng.kw.each(p, func(int, int) { n++ })
+				}
 			}
 			reportCPU(b, cpuTime()-cpu, len(text))
 		})

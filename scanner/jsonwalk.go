@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jsonSegmentsFast is jsonSegments for a body that is one JSON value: a
@@ -36,7 +37,36 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 		scratch []byte
 		state   = wantValue
 		keys    = map[string]string{} // object keys read so far, to reuse their strings
+		// The segments' texts and the segments themselves are cut from
+		// two arenas, not allocated one by one: a chat body has a
+		// thousand strings. A text's bytes are never written again once
+		// it is cut (an arena that fills is left to its texts, and a new
+		// one begun), so the texts can share the arena's memory.
+		texts []byte
+		segs  []segment
 	)
+	text := func(t []byte) string {
+		if cap(texts)-len(texts) < len(t) {
+			// The first arena holds b's strings and the keys that prefix
+			// them, which rarely come to more than b and an eighth; a
+			// later one an eighth of b more.
+			n := len(b)/8 + 64
+			if texts == nil {
+				n += len(b)
+			}
+			texts = make([]byte, 0, max(len(t), n))
+		}
+		n := len(texts)
+		texts = append(texts, t...)
+		return unsafe.String(unsafe.SliceData(texts[n:]), len(t))
+	}
+	newSegment := func() *segment {
+		if len(segs) == cap(segs) {
+			segs = make([]segment, 0, min(2*cap(segs)+8, 512))
+		}
+		segs = segs[:len(segs)+1]
+		return &segs[len(segs)-1]
+	}
 	// elemPath is the path of the value about to be read in the top frame.
 	elemPath := func() string {
 		if len(stack) == 0 {
@@ -124,7 +154,9 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 			} else {
 				scratch = append(scratch, raw...)
 			}
-			out = append(out, &segment{where: elemPath(), chain: chain, text: string(scratch), body: true})
+			g := newSegment()
+			*g = segment{where: elemPath(), chain: chain, text: text(scratch), body: true}
+			out = append(out, g)
 			valueDone()
 		case isValue:
 			n := scalarEnd(b, i)

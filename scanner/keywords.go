@@ -202,7 +202,7 @@ func (k *keywordSet) each1(t string, fn func(start, id int)) {
 // Streams of the interleaved walk, and the shortest quarter worth it.
 const (
 	interleave   = 4
-	minStreamLen = 256
+	minStreamLen = 96
 )
 
 var endsPool = sync.Pool{New: func() any { return new([interleave][]uint64) }}

@@ -78,9 +78,11 @@ func BenchmarkFeatureScan(b *testing.B) {
 		}{{"fast", featureScan}, {"ref", featureScanRef}} {
 			b.Run(name+"/"+f.name, func(b *testing.B) {
 				b.SetBytes(int64(len(text)))
+				cpu := cpuTime()
 				for b.Loop() {
 					f.fn(text)
 				}
+				reportCPU(b, cpuTime()-cpu, len(text))
 			})
 		}
 	}
