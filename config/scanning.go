@@ -28,6 +28,11 @@ type Scanning struct {
 	// Timeout bounds one request's scan; 0: the scanner's default (10s). A
 	// scan that times out refuses the request.
 	Timeout Duration `yaml:"timeout"`
+	// CleanCacheEntries bounds how many body texts found clean the scanner
+	// remembers, so that a conversation's history, which an agent resends
+	// on every turn, is not scanned again: 0 its default
+	// (scanner.DefaultCleanCacheEntries, about 10 MB), -1 none.
+	CleanCacheEntries int `yaml:"clean_cache_entries"`
 	// RulePacks are extra gitleaks TOML rule packs (relative to the config
 	// file), layered over the defaults and the shipped packs.
 	RulePacks []string `yaml:"rule_packs"`
@@ -69,14 +74,19 @@ func (c *Config) ScannerOptions(createKey bool) scanner.Options {
 	}
 	return scanner.Options{
 		RulePacks: packs, Policy: c.Scanning.Policy(), DataDir: c.DataPath(), CreateKey: createKey,
-		MaxBodyBytes: int64(c.Scanning.MaxBodyBytes),
-		DecodeDepth:  c.Scanning.DecodeDepth,
-		Timeout:      time.Duration(c.Scanning.Timeout),
+		MaxBodyBytes:      int64(c.Scanning.MaxBodyBytes),
+		DecodeDepth:       c.Scanning.DecodeDepth,
+		Timeout:           time.Duration(c.Scanning.Timeout),
+		CleanCacheEntries: c.Scanning.CleanCacheEntries,
 	}
 }
 
 // MaxDecodeDepth bounds scanning.decode_depth: every layer multiplies work.
 const MaxDecodeDepth = 8
+
+// MaxCleanCacheEntries bounds scanning.clean_cache_entries: about 1 GB of
+// entries.
+const MaxCleanCacheEntries = 1 << 24
 
 // validateScanning checks the scanning keys beyond the body limit.
 func (v *validator) scanning() {
@@ -86,6 +96,9 @@ func (v *validator) scanning() {
 	}
 	if s.Timeout < 0 {
 		v.fail("scanning.timeout", "must not be negative")
+	}
+	if s.CleanCacheEntries < -1 || s.CleanCacheEntries > MaxCleanCacheEntries {
+		v.fail("scanning.clean_cache_entries", "got %d, want -1 (none), 0 (default) or up to %d", s.CleanCacheEntries, MaxCleanCacheEntries)
 	}
 	for i, p := range s.RulePacks {
 		if strings.TrimSpace(p) == "" {

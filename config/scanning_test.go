@@ -86,12 +86,12 @@ func TestScanningBad(t *testing.T) {
 // TestScannerOptions: rule packs are found beside the config file, the keys
 // reach the scanner's options, and the key is created only when asked.
 func TestScannerOptions(t *testing.T) {
-	c, err := Parse([]byte(scanBase+"  rule_packs: [packs/extra.yaml]\n  decode_depth: 3\n  timeout: 2s\n  on_oversize: forward\n"), "/etc/sluice/sluice.yaml")
+	c, err := Parse([]byte(scanBase+"  rule_packs: [packs/extra.yaml]\n  decode_depth: 3\n  timeout: 2s\n  on_oversize: forward\n  clean_cache_entries: -1\n"), "/etc/sluice/sluice.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := c.ScannerOptions(false)
-	if len(o.RulePacks) != 1 || o.RulePacks[0] != "/etc/sluice/packs/extra.yaml" || o.DecodeDepth != 3 || o.Timeout != 2*time.Second ||
+	if len(o.RulePacks) != 1 || o.RulePacks[0] != "/etc/sluice/packs/extra.yaml" || o.DecodeDepth != 3 || o.Timeout != 2*time.Second || o.CleanCacheEntries != -1 ||
 		!o.Policy.ForwardOversize || o.CreateKey || o.DataDir != c.DataPath() {
 		t.Fatalf("options %+v", o)
 	}

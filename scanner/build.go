@@ -19,10 +19,12 @@ type Options struct {
 	// CreateKey creates the fingerprint key when DataDir has none. Without it, a
 	// missing key stays nil and the scanner uses a per-process one.
 	CreateKey bool
-	// MaxBodyBytes, DecodeDepth and Timeout are the Scanner's fields of these names.
-	MaxBodyBytes int64
-	DecodeDepth  int
-	Timeout      time.Duration
+	// MaxBodyBytes, DecodeDepth, Timeout and CleanCacheEntries are the
+	// Scanner's fields of these names.
+	MaxBodyBytes      int64
+	DecodeDepth       int
+	Timeout           time.Duration
+	CleanCacheEntries int
 }
 
 // Build reads the rule packs and the key and compiles the rules, once: a bad rule
@@ -48,9 +50,10 @@ func Build(o Options) (*Scanner, error) {
 	}
 	return &Scanner{
 		Rules: rs, Policy: o.Policy, Key: key,
-		MaxBodyBytes: o.MaxBodyBytes,
-		DecodeDepth:  o.DecodeDepth,
-		Timeout:      o.Timeout,
-		Canaries:     &CanaryStore{Dir: o.DataDir, Key: key},
+		MaxBodyBytes:      o.MaxBodyBytes,
+		DecodeDepth:       o.DecodeDepth,
+		Timeout:           o.Timeout,
+		CleanCacheEntries: o.CleanCacheEntries,
+		Canaries:          &CanaryStore{Dir: o.DataDir, Key: key},
 	}, nil
 }

@@ -86,6 +86,7 @@ func BenchmarkScanChatJSON(b *testing.B) {
 	s := testScanner(b)
 	s.Canaries = &CanaryStore{Dir: b.TempDir(), Key: s.Key}
 	s.Timeout = time.Minute
+	s.CleanCacheEntries = -1 // every byte scanned each time
 	body := chatBody(1 << 20)
 	u, _ := url.Parse("https://api.example.test/v1/chat/completions")
 	b.SetBytes(int64(len(body)))
@@ -100,5 +101,40 @@ func BenchmarkScanChatJSON(b *testing.B) {
 		if err != nil || res.Verdict != Pass {
 			b.Fatal(err, fmt.Sprint(res.Findings))
 		}
+	}
+}
+
+// BenchmarkScanChatTurn scans an agent's next turn as the gateway does: the
+// 1 MiB conversation of BenchmarkScanChatJSON, sent before, and one new
+// message of 2 KiB, different each time.
+func BenchmarkScanChatTurn(b *testing.B) {
+	s := testScanner(b)
+	s.Canaries = &CanaryStore{Dir: b.TempDir(), Key: s.Key}
+	s.Timeout = time.Minute
+	history := chatBody(1 << 20)
+	const tail = "]}"
+	msg := []byte(`,{"role":"user","content":"turn 0000000000 ` + strings.Repeat("and then the tests ran again on the build machine. ", 40) + `"}`)
+	body := append(append(bytes.Clone(history[:len(history)-len(tail)]), msg...), tail...)
+	at := len(history) - len(tail) + len(`,{"role":"user","content":"turn `)
+	u, _ := url.Parse("https://api.example.test/v1/chat/completions")
+	scan := func(n int) {
+		copy(body[at:at+10], fmt.Sprintf("%010d", n))
+		res, err := s.Scan(context.Background(), &Request{Tenant: "t", Host: "api.example.test", URL: u,
+			Header:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer abc"}},
+			Body:    bytes.NewReader(body),
+			Allowed: func(h string) bool { return h == "api.example.test" }})
+		if err != nil || res.Verdict != Pass {
+			b.Fatal(err, fmt.Sprint(res.Findings))
+		}
+	}
+	scan(0) // the history, first sent
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	cpu := cpuTime()
+	defer func() { reportCPU(b, cpuTime()-cpu, len(body)) }()
+	n := 0
+	for b.Loop() {
+		n++
+		scan(n)
 	}
 }

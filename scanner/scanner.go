@@ -4,10 +4,12 @@ package scanner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -67,9 +69,15 @@ type Scanner struct {
 	Canaries CanarySet
 	// Phantoms recognises phantom credentials (see PhantomSet); nil: none.
 	Phantoms PhantomSet
+	// CleanCacheEntries bounds how many body texts found clean are
+	// remembered, so that a text sent again (a conversation's history, on
+	// each turn) is not scanned again (see cleanCache); zero:
+	// DefaultCleanCacheEntries, negative: none are.
+	CleanCacheEntries int
 
 	once    sync.Once
 	initErr error
+	clean   *cleanCache // nil: off
 }
 
 func (s *Scanner) init() error {
@@ -79,6 +87,9 @@ func (s *Scanner) init() error {
 		}
 		if s.Key == nil {
 			s.Key = randomKey()
+		}
+		if s.CleanCacheEntries >= 0 {
+			s.clean = newCleanCache(cmp.Or(s.CleanCacheEntries, DefaultCleanCacheEntries))
 		}
 	})
 	return s.initErr
@@ -316,8 +327,31 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 	}
 	var out []Finding
 	det := newDetectRun()
+	clean := s.clean
+	if req == nil {
+		clean = nil
+	}
+	var lens uint64
+	var tokenLens map[int]bool // canary and phantom lengths together
+	if clean != nil {
+		lens = clean.lensSum(canaryLens, phantomLens)
+		tokenLens = canaryLens
+		if len(phantomLens) > 0 {
+			tokenLens = maps.Clone(phantomLens)
+			maps.Copy(tokenLens, canaryLens)
+		}
+	}
 	for i, seg := range top {
 		top[i] = nil // the segment's text goes with its group
+		var key cleanKey
+		cacheable := clean != nil && seg.body && len(seg.text) >= minCleanText
+		if cacheable {
+			key = clean.key(req.Tenant, req.Host, seg)
+			if e, ok := clean.get(key); ok && s.stillClean(e, lens) {
+				clean.hits.Add(1)
+				continue
+			}
+		}
 		segs := s.peel([]*segment{seg})
 		found, err := s.match(ctx, segs)
 		if err != nil {
@@ -327,7 +361,17 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 		found = s.withCanaries(segs, found, canaryLens)
 		found = s.withPhantoms(req, segs, found, phantomLens)
 		if req != nil && req.Allowed != nil {
-			found = append(found, s.exfil(segs, found, req.Allowed)...)
+			allowed := req.Allowed
+			if cacheable {
+				// A link's verdict is the policy's of the day: not cached.
+				allowed = func(host string) bool { cacheable = false; return req.Allowed(host) }
+			}
+			found = append(found, s.exfil(segs, found, allowed)...)
+		}
+		if cacheable && len(found) == 0 {
+			if tokens, ok := s.cleanTokens(segs, tokenLens); ok {
+				clean.add(key, cleanEntry{lens: lens, tokens: tokens})
+			}
 		}
 		out = append(out, found...)
 	}

@@ -239,6 +239,20 @@ func goals(out io.Writer, all map[string]map[bench.Via]measured, idleKiB, idleCo
 		fmt.Fprintf(out, "  16 HTTP/2 streams take %.2fx the time of 16 HTTP/1.1 connections (goal <= 1x)\n",
 			float64(h2.NsPerOp())/float64(h1.NsPerOp()))
 	}
+	// The scanning gateway against its own throughput unscanned, and against squid.
+	for _, name := range []string{"upload-1MiB", "chat-turn-1MiB"} {
+		m := all[name]
+		g, s, q := m[bench.Gateway], m[bench.GatewayScan], m[bench.Squid]
+		if g.NsPerOp() == 0 || s.NsPerOp() == 0 {
+			continue
+		}
+		squid := "-"
+		if q.NsPerOp() > 0 {
+			squid = fmt.Sprintf("%.2fx", float64(q.NsPerOp())/float64(s.NsPerOp()))
+		}
+		fmt.Fprintf(out, "  %s scanned: %.0f%% of the gateway's throughput unscanned (goal >= 60%%), %s squid's (goal > 1x)\n",
+			name, 100*float64(g.NsPerOp())/float64(s.NsPerOp()), squid)
+	}
 	if idleKiB > 0 {
 		fmt.Fprintf(out, "  an idle inspected tunnel: %.1f KiB of RSS, %.1f KiB after a collection (goal <= 30 KiB)\n", idleKiB, idleCollectedKiB)
 	}

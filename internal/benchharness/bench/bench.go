@@ -45,6 +45,7 @@ const BodySize = 1 << 20
 const (
 	pathSmall    = "/small"
 	pathUpload   = "/upload"
+	pathTurn     = "/turn"
 	pathDownload = "/download"
 )
 
@@ -115,7 +116,8 @@ type Env struct {
 	gwScan        *gateway.Gateway
 	upstream      *http.Server
 	cold          atomic.Int64
-	child         *child // the gateways' process; nil: they run in this one
+	requests      atomic.Uint64 // runs of the varied-body cases, so that no two share a body
+	child         *child        // the gateways' process; nil: they run in this one
 	squid         *squid
 
 	mu      sync.Mutex
@@ -234,6 +236,14 @@ func (e *Env) startUpstream() error {
 	mux.HandleFunc("POST "+pathUpload, func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
 		if err != nil || n != int64(len(e.UploadBody)) {
+			http.Error(w, fmt.Sprintf("read %d bytes: %v", n, err), http.StatusBadRequest)
+			return
+		}
+		w.Write(smallBody)
+	})
+	mux.HandleFunc("POST "+pathTurn, func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil || n != int64(TurnSize) {
 			http.Error(w, fmt.Sprintf("read %d bytes: %v", n, err), http.StatusBadRequest)
 			return
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -301,5 +302,48 @@ func TestProcReadings(t *testing.T) {
 	}
 	if _, err := procCPU(-1); err == nil {
 		t.Fatal("procCPU of no process")
+	}
+}
+
+// TestVariedBodies: the upload case's bodies differ from one request to the next in every
+// message and stay valid, benign JSON of the same length; the turn case's body is the
+// history and one new message, whose text alone changes.
+func TestVariedBodies(t *testing.T) {
+	type chat struct{ Messages []struct{ Role, Content string } }
+	decode := func(b []byte) chat {
+		t.Helper()
+		var c chat
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	history := ChatBody(64 << 10)
+	v := newVariedBody(history)
+	a := decode(bytes.Clone(v.next(1)))
+	b := decode(bytes.Clone(v.next(2)))
+	if len(a.Messages) != len(decode(history).Messages) || len(v.buf) != len(history) {
+		t.Fatal("varied body changed shape")
+	}
+	for i := range a.Messages {
+		if a.Messages[i].Content == b.Messages[i].Content {
+			t.Fatalf("message %d is the same in requests 1 and 2", i)
+		}
+	}
+	turn := newTurnBody(history)
+	one, two := decode(bytes.Clone(turn.next(1))), decode(bytes.Clone(turn.next(2)))
+	h := decode(history)
+	if len(one.Messages) != len(h.Messages)+1 || one.Messages[len(h.Messages)-1] != h.Messages[len(h.Messages)-1] {
+		t.Fatal("turn body is not the history and one message")
+	}
+	if last := len(one.Messages) - 1; one.Messages[last].Content == two.Messages[last].Content {
+		t.Fatal("the new message is the same in requests 1 and 2")
+	}
+	var sc scanner.Scanner
+	for _, body := range [][]byte{v.next(12345678), turn.next(87654321)} {
+		fs, err := sc.ScanText(context.Background(), "chat", body)
+		if err != nil || len(fs) != 0 {
+			t.Fatalf("tagged body: %d findings (first: %+v), err %v", len(fs), first(fs), err)
+		}
 	}
 }

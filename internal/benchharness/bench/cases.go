@@ -59,12 +59,31 @@ func Cases() []Case {
 			},
 		},
 		{
-			Name: "upload-1MiB", Desc: "POST of 1 MiB of chat-completions JSON (plain-text messages) on a kept-alive connection",
+			Name: "upload-1MiB", Desc: "POST of 1 MiB of chat-completions JSON (plain-text messages, each unlike any sent before) on a kept-alive connection",
 			Bytes: BodySize, Scan: true,
 			Run: func(b *testing.B, e *Env, v Via) {
 				c := e.Client(v, true)
 				defer c.CloseIdleConnections()
-				loop(b, e, v, func() error { return upload(c, e.URL(v, Domain, pathUpload), e.UploadBody) })
+				body := newVariedBody(e.UploadBody)
+				n := e.requests.Add(1) << 20 // far from the numbers of earlier runs' requests
+				loop(b, e, v, func() error {
+					n++
+					return upload(c, e.URL(v, Domain, pathUpload), body.next(n))
+				})
+			},
+		},
+		{
+			Name: "chat-turn-1MiB", Desc: "POST of a 1 MiB conversation sent before and one new 2 KiB message (an agent's next turn) on a kept-alive connection",
+			Bytes: int64(TurnSize), Scan: true,
+			Run: func(b *testing.B, e *Env, v Via) {
+				c := e.Client(v, true)
+				defer c.CloseIdleConnections()
+				body := newTurnBody(e.UploadBody)
+				n := e.requests.Add(1) << 20
+				loop(b, e, v, func() error {
+					n++
+					return upload(c, e.URL(v, Domain, pathTurn), body.next(n))
+				})
 			},
 		},
 		{

@@ -1,0 +1,174 @@
+package scanner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// canaries is a CanarySet of fixed values, changed by the tests between
+// scans as a store learns of new canaries.
+type canaries struct {
+	key  []byte
+	vals map[string]string // value -> id
+}
+
+func (c canaries) Canary(fp string) (string, bool) {
+	for v, id := range c.vals {
+		if fingerprint(c.key, v) == fp {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+func (c canaries) Lengths() map[int]bool {
+	m := map[int]bool{}
+	for v := range c.vals {
+		m[len(v)] = true
+	}
+	return m
+}
+
+// chatWith is a chat request body whose one message is prose around extra.
+func chatWith(extra string) string {
+	prose := strings.Repeat("the river runs past the old mill and the garden wall ", 8)
+	b, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": prose + extra + " " + prose}}})
+	return string(b)
+}
+
+func scanChat(t *testing.T, s *Scanner, tenant, host, body string, allowed func(string) bool) *Result {
+	t.Helper()
+	res, err := s.Scan(context.Background(), &Request{Tenant: tenant, Host: host,
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: strings.NewReader(body), Allowed: allowed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A clean text sent again is not scanned again; another tenant's or
+// host's same text, or a text one byte apart, is.
+func TestCleanCacheHits(t *testing.T) {
+	s := testScanner(t)
+	body := chatWith("nothing to see here")
+	scanChat(t, s, "a", "api.example.test", body, nil)
+	if n := s.clean.hits.Load(); n != 0 {
+		t.Fatalf("first scan: %d hits, want 0", n)
+	}
+	scanChat(t, s, "a", "api.example.test", body, nil)
+	if n := s.clean.hits.Load(); n != 1 {
+		t.Fatalf("same text again: %d hits, want 1", n)
+	}
+	scanChat(t, s, "b", "api.example.test", body, nil)
+	scanChat(t, s, "a", "other.example.test", body, nil)
+	scanChat(t, s, "a", "api.example.test", chatWith("nothing to see herf"), nil)
+	if n := s.clean.hits.Load(); n != 1 {
+		t.Fatalf("other tenant, host or text: %d hits, want still 1", n)
+	}
+	off := testScanner(t)
+	off.CleanCacheEntries = -1
+	scanChat(t, off, "a", "api.example.test", body, nil)
+	if off.clean != nil {
+		t.Fatal("CleanCacheEntries -1 made a cache")
+	}
+}
+
+// A text with a secret is blocked every time: only clean texts are kept.
+func TestCleanCacheNeverKeepsFindings(t *testing.T) {
+	s := testScanner(t)
+	body := chatWith("my key " + MustFake(t, "github-pat"))
+	for i := range 3 {
+		if res := scanChat(t, s, "a", "api.example.test", body, nil); res.Verdict != Block {
+			t.Fatalf("scan %d: verdict %v, want block", i, res.Verdict)
+		}
+	}
+	if n := s.clean.hits.Load(); n != 0 {
+		t.Fatalf("%d hits on a text with a secret", n)
+	}
+}
+
+// A token that becomes a canary or a phantom after its text was found
+// clean (a replica that learns of it late) is found when the text comes
+// again.
+func TestCleanCacheRechecksCanariesAndPhantoms(t *testing.T) {
+	for _, kind := range []string{"canary", "phantom"} {
+		t.Run(kind, func(t *testing.T) {
+			s := testScanner(t)
+			tok := "zqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzq" // as long as the value below, no secret to the rules
+			other := "wxywxywxywxywxywxywxywxywxywxywx"
+			c := canaries{key: s.Key, vals: map[string]string{other: "c0"}}
+			p := phantoms{key: s.Key, vals: map[string]string{other: "github"}}
+			if kind == "canary" {
+				s.Canaries = c
+			} else {
+				s.Phantoms = p
+			}
+			body := chatWith("ref " + tok)
+			if res := scanChat(t, s, "a", "api.example.test", body, nil); res.Verdict != Pass {
+				t.Fatalf("before: verdict %v, want pass", res.Verdict)
+			}
+			if res := scanChat(t, s, "a", "api.example.test", body, nil); res.Verdict != Pass || s.clean.hits.Load() != 1 {
+				t.Fatalf("again: verdict %v, %d hits, want pass from the cache", res.Verdict, s.clean.hits.Load())
+			}
+			c.vals[tok], p.vals[tok] = "c1", "github"
+			res := scanChat(t, s, "a", "api.example.test", body, nil)
+			if res.Verdict != Block {
+				t.Fatalf("after the %s was known: verdict %v, want block", kind, res.Verdict)
+			}
+		})
+	}
+}
+
+// A canary of a new length is found in a text cached before it.
+func TestCleanCacheNewLength(t *testing.T) {
+	s := testScanner(t)
+	c := canaries{key: s.Key, vals: map[string]string{"wxywxywxywxywxywxywxywxywxywxywx": "c0"}}
+	s.Canaries = c
+	tok := "zqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzq" // another length
+	body := chatWith("ref " + tok)
+	scanChat(t, s, "a", "api.example.test", body, nil)
+	c.vals[tok] = "c1"
+	if res := scanChat(t, s, "a", "api.example.test", body, nil); res.Verdict != Block {
+		t.Fatalf("verdict %v, want block", res.Verdict)
+	}
+}
+
+// A text with a link is not cached: the link's host may be refused
+// tomorrow.
+func TestCleanCacheSkipsLinks(t *testing.T) {
+	s := testScanner(t)
+	body := chatWith("see ![chart](https://img.example.test/chart.png?d=" + strings.Repeat("a1b2c3d4", 6) + ")")
+	open := func(string) bool { return true }
+	for range 2 {
+		if res := scanChat(t, s, "a", "api.example.test", body, open); res.Verdict != Pass {
+			t.Fatalf("allowed host: verdict %v, want pass", res.Verdict)
+		}
+	}
+	if n := s.clean.hits.Load(); n != 0 {
+		t.Fatalf("%d hits on a text with a link", n)
+	}
+	closed := func(string) bool { return false }
+	if res := scanChat(t, s, "a", "api.example.test", body, closed); res.Verdict == Pass {
+		t.Fatal("host refused now: the link passed")
+	}
+}
+
+// The cache holds about as many texts as it is given, however many come.
+func TestCleanCacheBounded(t *testing.T) {
+	s := testScanner(t)
+	s.CleanCacheEntries = 64
+	for i := range 500 {
+		scanChat(t, s, "a", "api.example.test", chatWith(fmt.Sprint("message ", i)), nil)
+	}
+	n := 0
+	for i := range s.clean.shards {
+		n += len(s.clean.shards[i].young) + len(s.clean.shards[i].old)
+	}
+	if n == 0 || n > 64+2*cleanShards {
+		t.Fatalf("%d entries, want 1 to %d", n, 64+2*cleanShards)
+	}
+}
