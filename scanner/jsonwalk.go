@@ -43,6 +43,7 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 		// it is cut (an arena that fills is left to its texts, and a new
 		// one begun), so the texts can share the arena's memory.
 		texts []byte
+		paths []byte
 		segs  []segment
 	)
 	text := func(t []byte) string {
@@ -73,13 +74,23 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 			return "json:$"
 		}
 		f := &stack[len(stack)-1]
-		if f.obj {
-			if plainKey(f.key) {
-				return f.path + "." + f.key
-			}
-			return f.path + "[" + strconv.Quote(f.key) + "]"
+		// Paths are cut from an arena too, as texts are.
+		if cap(paths)-len(paths) < len(f.path)+len(f.key)+32 {
+			paths = make([]byte, 0, max(4096, 2*(len(f.path)+len(f.key)+32)))
 		}
-		return f.path + "[" + strconv.Itoa(f.idx) + "]"
+		n := len(paths)
+		paths = append(paths, f.path...)
+		switch {
+		case !f.obj:
+			paths = strconv.AppendInt(append(paths, '['), int64(f.idx), 10)
+			paths = append(paths, ']')
+		case plainKey(f.key):
+			paths = append(append(paths, '.'), f.key...)
+		default:
+			paths = strconv.AppendQuote(append(paths, '['), f.key)
+			paths = append(paths, ']')
+		}
+		return unsafe.String(unsafe.SliceData(paths[n:]), len(paths)-n)
 	}
 	// valueDone advances the enclosing container past a value.
 	valueDone := func() {
