@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -89,21 +90,20 @@ func (c *cleanCache) key(tenant, host string, g *segment) cleanKey {
 			h.WriteString(f)
 			h.WriteByte(0)
 		}
-		var flags [4]uint64
-		flags[0], flags[1], flags[2] = uint64(len(g.chain)), uint64(g.depth), uint64(g.line)
+		var flags [5 * 8]byte
+		bits := uint64(0)
 		if g.body {
-			flags[3] |= 1
+			bits |= 1
 		}
 		if g.basic {
-			flags[3] |= 2
+			bits |= 2
 		}
-		for _, v := range flags {
-			for j := 0; j < 8; j++ {
-				h.WriteByte(byte(v >> (8 * j)))
-			}
+		for j, v := range []uint64{uint64(len(g.chain)), uint64(g.depth), uint64(g.line), uint64(len(g.text)), bits} {
+			binary.LittleEndian.PutUint64(flags[8*j:], v)
 		}
-		h.WriteString(g.text)
-		k[i] = h.Sum64()
+		h.Write(flags[:])
+		// The text in one call: Hash.WriteString hashes 128 bytes a call.
+		k[i] = h.Sum64() ^ maphash.String(seed, g.text)
 	}
 	return k
 }
