@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -171,4 +172,70 @@ func TestCleanCacheBounded(t *testing.T) {
 	if n == 0 || n > 64+2*cleanShards {
 		t.Fatalf("%d entries, want 1 to %d", n, 64+2*cleanShards)
 	}
+}
+
+// A large body inspected on several cores gives the findings, in the same
+// order, that one goroutine gives; a panic in one of its goroutines is
+// raised in the scan's own, where the gateway recovers it.
+func TestParallelInspect(t *testing.T) {
+	defer func(n int) { minPartBytes = n }(minPartBytes)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	var msgs []map[string]string
+	for i := range 400 {
+		text := strings.Repeat(fmt.Sprintf("line %d of the build log and its output. ", i), 12)
+		if i%37 == 0 {
+			text += " token " + MustFake(t, "github-pat")
+		}
+		msgs = append(msgs, map[string]string{"role": "tool", "content": text})
+	}
+	b, _ := json.Marshal(map[string]any{"messages": msgs})
+	body := string(b)
+	scan := func(s *Scanner) *Result {
+		t.Helper()
+		return scanChat(t, s, "a", "api.example.test", body, nil)
+	}
+	one := testScanner(t)
+	one.CleanCacheEntries = -1
+	minPartBytes = 1 << 30
+	want := scan(one)
+	minPartBytes = 16 << 10
+	if parts := splitGroups(mustSegments(t, b), maxInspectParts); len(parts) < 2 {
+		t.Fatalf("the body makes %d parts: the test does not test the parallel path", len(parts))
+	}
+	many := testScanner(t)
+	many.CleanCacheEntries = -1
+	got := scan(many)
+	if len(want.Findings) < 10 || got.Verdict != want.Verdict || len(got.Findings) != len(want.Findings) {
+		t.Fatalf("parallel: %v with %d findings, want %v with %d (at least 10)", got.Verdict, len(got.Findings), want.Verdict, len(want.Findings))
+	}
+	for i := range want.Findings {
+		if got.Findings[i].Where != want.Findings[i].Where || got.Findings[i].Fingerprint != want.Findings[i].Fingerprint {
+			t.Fatalf("finding %d: %s %s, want %s %s", i, got.Findings[i].Where, got.Findings[i].Fingerprint, want.Findings[i].Where, want.Findings[i].Fingerprint)
+		}
+	}
+
+	boom := testScanner(t)
+	boom.Canaries = panicCanaries{}
+	defer func() {
+		if p := recover(); p != "canary store failed" {
+			t.Fatalf("recovered %v, want the worker's panic", p)
+		}
+	}()
+	scan(boom)
+	t.Fatal("the scan returned")
+}
+
+// panicCanaries panics on every look-up, as a broken store might.
+type panicCanaries struct{}
+
+func (panicCanaries) Canary(string) (string, bool) { panic("canary store failed") }
+func (panicCanaries) Lengths() map[int]bool        { return map[int]bool{4: true} }
+
+func mustSegments(t *testing.T, body []byte) []*segment {
+	t.Helper()
+	segs, ok := jsonSegmentsFast(body, nil)
+	if !ok {
+		t.Fatal("not JSON")
+	}
+	return segs
 }

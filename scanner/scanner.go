@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -318,36 +319,119 @@ func bodyHint(req *Request, max int64) int {
 // A detector of its own kind plugs in here: it gets one segment with its
 // layers (segs) and what the rules found in them (found).
 func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]Finding, error) {
-	var canaryLens, phantomLens map[int]bool // asked once per scan
+	sh := &inspectShared{}
 	if s.Canaries != nil {
-		canaryLens = s.Canaries.Lengths()
+		sh.canaryLens = s.Canaries.Lengths()
 	}
 	if s.Phantoms != nil {
-		phantomLens = s.Phantoms.Lengths()
+		sh.phantomLens = s.Phantoms.Lengths()
 	}
-	var out []Finding
-	det := newDetectRun()
-	clean := s.clean
-	if req == nil {
-		clean = nil
+	if req != nil {
+		sh.clean = s.clean
 	}
-	var lens uint64
-	var tokenLens map[int]bool // canary and phantom lengths together
-	if clean != nil {
-		lens = clean.lensSum(canaryLens, phantomLens)
-		tokenLens = canaryLens
-		if len(phantomLens) > 0 {
-			tokenLens = maps.Clone(phantomLens)
-			maps.Copy(tokenLens, canaryLens)
+	if sh.clean != nil {
+		sh.lens = sh.clean.lensSum(sh.canaryLens, sh.phantomLens)
+		sh.tokenLens = sh.canaryLens
+		if len(sh.phantomLens) > 0 {
+			sh.tokenLens = maps.Clone(sh.phantomLens)
+			maps.Copy(sh.tokenLens, sh.canaryLens)
 		}
 	}
+	parts := splitGroups(top, min(runtime.GOMAXPROCS(0), maxInspectParts))
+	if len(parts) == 1 {
+		return s.inspectGroups(ctx, req, top, sh)
+	}
+	// A large body's groups are inspected on several cores at once: an
+	// agent's call waits for its scan, and a 1 MiB conversation is
+	// thousands of groups that need nothing of each other. The findings
+	// come out in the order one goroutine would give them.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	found := make([][]Finding, len(parts))
+	panics := make([]any, len(parts))
+	var first error // the error the scan fails with: the first, not a sibling's ErrTimeout after it
+	var once sync.Once
+	var wg sync.WaitGroup
+	for i, groups := range parts {
+		wg.Go(func() {
+			// A panic here would end the process: it is raised again in
+			// the scan's own goroutine, where the gateway recovers it.
+			defer func() {
+				if p := recover(); p != nil {
+					panics[i] = p
+					cancel()
+				}
+			}()
+			var err error
+			if found[i], err = s.inspectGroups(ctx, req, groups, sh); err != nil {
+				once.Do(func() { first = err })
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
+	if first != nil {
+		return nil, first
+	}
+	return slices.Concat(found...), nil
+}
+
+// maxInspectParts bounds the goroutines that inspect one body.
+const maxInspectParts = 4
+
+// minPartBytes is the least text a part of a body is worth a goroutine
+// for: below it, starting one costs about what it saves.
+var minPartBytes = 128 << 10
+
+// splitGroups cuts top into up to n runs of about equal text, each of at
+// least minPartBytes (one run when top is smaller).
+func splitGroups(top []*segment, n int) [][]*segment {
+	total := 0
+	for _, g := range top {
+		total += len(g.text)
+	}
+	n = min(n, total/minPartBytes, len(top))
+	if n <= 1 {
+		return [][]*segment{top}
+	}
+	parts := make([][]*segment, 0, n)
+	start, sum := 0, 0
+	for i, g := range top {
+		sum += len(g.text)
+		if len(parts) < n-1 && sum >= total*(len(parts)+1)/n {
+			parts = append(parts, top[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(parts, top[start:])
+}
+
+// inspectShared is what the groups of one scan share: read once, never
+// written while they are inspected.
+type inspectShared struct {
+	canaryLens, phantomLens map[int]bool // asked once per scan
+	clean                   *cleanCache  // nil: off
+	lens                    uint64       // clean.lensSum of the lengths
+	tokenLens               map[int]bool // canary and phantom lengths together
+}
+
+// inspectGroups inspects top's groups one after the other.
+func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segment, sh *inspectShared) ([]Finding, error) {
+	var out []Finding
+	det := newDetectRun()
+	clean := sh.clean
 	for i, seg := range top {
 		top[i] = nil // the segment's text goes with its group
 		var key cleanKey
 		cacheable := clean != nil && seg.body && len(seg.text) >= minCleanText
 		if cacheable {
 			key = clean.key(req.Tenant, req.Host, seg)
-			if e, ok := clean.get(key); ok && s.stillClean(e, lens) {
+			if e, ok := clean.get(key); ok && s.stillClean(e, sh.lens) {
 				clean.hits.Add(1)
 				continue
 			}
@@ -358,8 +442,8 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 			return nil, err
 		}
 		found = append(found, s.detect(det, segs, found)...)
-		found = s.withCanaries(segs, found, canaryLens)
-		found = s.withPhantoms(req, segs, found, phantomLens)
+		found = s.withCanaries(segs, found, sh.canaryLens)
+		found = s.withPhantoms(req, segs, found, sh.phantomLens)
 		if req != nil && req.Allowed != nil {
 			allowed := req.Allowed
 			if cacheable {
@@ -369,8 +453,8 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 			found = append(found, s.exfil(segs, found, allowed)...)
 		}
 		if cacheable && len(found) == 0 {
-			if tokens, ok := s.cleanTokens(segs, tokenLens); ok {
-				clean.add(key, cleanEntry{lens: lens, tokens: tokens})
+			if tokens, ok := s.cleanTokens(segs, sh.tokenLens); ok {
+				clean.add(key, cleanEntry{lens: sh.lens, tokens: tokens})
 			}
 		}
 		out = append(out, found...)
