@@ -99,6 +99,9 @@ type MetricsOptions struct {
 	ParkedTunnels func() int
 	// QueueDepth is the number of incidents waiting for the store writer.
 	QueueDepth func() int
+	// TextsNotRescanned counts the body texts the scanner found clean before
+	// and did not scan again (a conversation's history). nil: no counter.
+	TextsNotRescanned func() uint64
 }
 
 // Metrics holds Sluice's Prometheus collectors on a registry of their own
@@ -204,6 +207,12 @@ func NewMetrics(o MetricsOptions) *Metrics {
 			Name: "sluice_tunnels_parked",
 			Help: "Idle HTTP/1.1 tunnels parked now (open, their buffers given back).",
 		}, func() float64 { return float64(o.ParkedTunnels()) }))
+	}
+	if o.TextsNotRescanned != nil {
+		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sluice_scan_texts_not_rescanned_total",
+			Help: "Body texts found clean before and not scanned again (scanning.clean_cache_entries).",
+		}, func() float64 { return float64(o.TextsNotRescanned()) }))
 	}
 	if o.QueueDepth != nil {
 		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -23,9 +23,9 @@ func scrape(t *testing.T, h http.Handler) string {
 }
 
 func TestMetricsMove(t *testing.T) {
-	tunnels, parked, depth := 3, 2, 7
+	tunnels, parked, depth, reused := 3, 2, 7, uint64(41)
 	m := NewMetrics(MetricsOptions{OpenTunnels: func() int { return tunnels }, ParkedTunnels: func() int { return parked },
-		QueueDepth: func() int { return depth }})
+		QueueDepth: func() int { return depth }, TextsNotRescanned: func() uint64 { return reused }})
 	h := NewRouter(Options{Metrics: m})
 
 	m.Event("acme", "host-not-allowed", "block", "")
@@ -62,6 +62,7 @@ func TestMetricsMove(t *testing.T) {
 		`sluice_tunnels_open 3`,
 		`sluice_tunnels_parked 2`,
 		`sluice_store_queue_depth 7`,
+		`sluice_scan_texts_not_rescanned_total 41`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(body, want) {

@@ -165,6 +165,15 @@ func (s *cleanShard) put(k cleanKey, e cleanEntry, perGen int) {
 	s.young[k] = e
 }
 
+// CleanHits is how many body texts s found clean before and did not scan
+// again.
+func (s *Scanner) CleanHits() uint64 {
+	if s.clean == nil {
+		return 0
+	}
+	return s.clean.hits.Load()
+}
+
 // cleanTokens returns the fingerprints of the tokens of segs (a group, all
 // its layers) that have one of the lengths, and false when there are more
 // than maxCleanTokens of them.

@@ -239,3 +239,20 @@ func mustSegments(t *testing.T, body []byte) []*segment {
 	}
 	return segs
 }
+
+// The holder's count of texts not scanned again survives a reload.
+func TestHolderCleanHits(t *testing.T) {
+	s := testScanner(t)
+	h := NewHolder(s)
+	body := chatWith("nothing to see here")
+	for range 3 {
+		scanChat(t, h.Current(), "a", "api.example.test", body, nil)
+	}
+	next := testScanner(t)
+	h.Swap(next)
+	scanChat(t, next, "a", "api.example.test", body, nil)
+	scanChat(t, next, "a", "api.example.test", body, nil)
+	if n := h.CleanHits(); n != 3 {
+		t.Fatalf("CleanHits = %d, want 2 before the reload and 1 after", n)
+	}
+}

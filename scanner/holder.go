@@ -9,7 +9,8 @@ import (
 // keys or rule packs. A request is scanned whole by the scanner it started with.
 // Make it with NewHolder: the zero Holder holds no scanner.
 type Holder struct {
-	cur atomic.Pointer[Scanner]
+	cur     atomic.Pointer[Scanner]
+	retired atomic.Uint64 // CleanHits of the scanners swapped out
 }
 
 // NewHolder returns a Holder of sc.
@@ -43,7 +44,15 @@ func (h *Holder) Rebuild(o Options) (*Scanner, error) {
 }
 
 // Swap installs sc.
-func (h *Holder) Swap(sc *Scanner) { h.cur.Store(sc) }
+func (h *Holder) Swap(sc *Scanner) {
+	if old := h.cur.Swap(sc); old != nil && old != sc {
+		h.retired.Add(old.CleanHits())
+	}
+}
+
+// CleanHits is how many texts the scanners held, now and before, found
+// clean before and did not scan again.
+func (h *Holder) CleanHits() uint64 { return h.retired.Load() + h.Current().CleanHits() }
 
 // ScanHost checks a host's wildcard-matched labels with the current scanner.
 func (h *Holder) ScanHost(ctx context.Context, tenant, host string, wildcardLabels int) (*Result, error) {

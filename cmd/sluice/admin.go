@@ -44,6 +44,12 @@ func (s *Server) openStore() error {
 			return s.gw.ParkedTunnels()
 		},
 		QueueDepth: func() int { return o.Writer.Depth() },
+		TextsNotRescanned: func() uint64 {
+			if s.scanner == nil {
+				return 0
+			}
+			return s.scanner.CleanHits()
+		},
 	})
 	o.Writer = &store.Writer{Store: st, Logger: s.Logger, OnBatch: s.metrics.ObserveBatch}
 	s.cas.OnLeaf = s.metrics.ObserveLeaf
