@@ -171,6 +171,20 @@ func (f *fixture) serve(t *testing.T, drain string) {
 // log is the running gateway's standard error so far.
 func (f *fixture) log() string { return f.gw.stderr.String() }
 
+// logged reports whether substr reaches the gateway's log within a few
+// seconds: a refusal's client may see the connection end before the line
+// is written.
+func (f *fixture) logged(substr string) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(f.log(), substr) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // exportTrust runs `sluice ca export` for tenant and returns the directory it wrote.
 func (f *fixture) exportTrust(t *testing.T, tenant string) string {
 	t.Helper()

@@ -138,7 +138,7 @@ func TestTransparentDNS(t *testing.T) {
 		if n := len(e.www.Seen()) - before; n != 0 {
 			t.Errorf("the upstream served %d requests", n)
 		}
-		if !strings.Contains(e.log(), "reason=sni-missing") {
+		if !e.logged("reason=sni-missing") {
 			t.Error("the missing SNI is not in the gateway's log")
 		}
 	})
