@@ -309,7 +309,9 @@ func TestProcReadings(t *testing.T) {
 // message and stay valid, benign JSON of the same length; the turn case's body is the
 // history and one new message, whose text alone changes.
 func TestVariedBodies(t *testing.T) {
-	type chat struct{ Messages []struct{ Role, Content string } }
+	type chat struct {
+		Messages []struct{ Role, Content string }
+	}
 	decode := func(b []byte) chat {
 		t.Helper()
 		var c chat
