@@ -203,9 +203,15 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 	}
 	untrack := sync.OnceFunc(func() { g.untrack(t) })
 
-	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
-	err := tlsConn.HandshakeContext(ctx)
-	cancel()
+	// A deadline on the connection, not a context: HandshakeContext runs a
+	// goroutine per handshake to watch the context. Shutdown, a policy change
+	// and the run's end close the tracked connection, which ends a handshake
+	// as well.
+	client.SetDeadline(time.Now().Add(g.handshakeTimeout()))
+	err := tlsConn.Handshake()
+	if err == nil {
+		err = client.SetDeadline(time.Time{})
+	}
 	if err != nil {
 		untrack()
 		reason := ReasonTLSHandshake

@@ -1,10 +1,15 @@
 package gateway_test
 
 import (
+	"bufio"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -131,4 +136,51 @@ func processCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestHandshakeTimeout: a client that opens a tunnel and never says hello
+// loses it at HandshakeTimeout, recorded as client-tls-failed; one whose
+// handshake succeeded keeps its tunnel past that time (the deadline is the
+// handshake's alone).
+func TestHandshakeTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	w := newWorldWith(t, func(g *gateway.Gateway) { g.HandshakeTimeout = timeout })
+	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+
+	silent, _ := w.connect("acme", w.tokens["acme"], authority)
+	if silent == nil {
+		t.Fatal("CONNECT refused")
+	}
+	defer silent.Close()
+	silent.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+		t.Fatalf("silent client: read %d bytes, err %v; want the gateway to close the tunnel at its handshake timeout", n, err)
+	}
+	waitFor(t, func() bool { return w.sink.has(gateway.ReasonTLSHandshake) })
+
+	c, _ := w.connect("acme", w.tokens["acme"], authority)
+	if c == nil {
+		t.Fatal("CONNECT refused")
+	}
+	tc := tls.Client(c, &tls.Config{RootCAs: w.tenantRoots("acme"), ServerName: "api.example.test", NextProtos: []string{"http/1.1"}})
+	defer tc.Close()
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * timeout) // past the handshake's deadline, within every idle timeout
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(tc, "GET /v1/after HTTP/1.1\r\nHost: %s\r\n\r\n", authority)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatalf("request after the handshake timeout had passed: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("request after the handshake timeout had passed: %s", resp.Status)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
