@@ -143,7 +143,8 @@ func processCPU(tb testing.TB) time.Duration {
 // handshake succeeded keeps its tunnel past that time (the deadline is the
 // handshake's alone).
 func TestHandshakeTimeout(t *testing.T) {
-	const timeout = 200 * time.Millisecond
+	// Long enough for a handshake under -race on a loaded machine.
+	const timeout = 500 * time.Millisecond
 	w := newWorldWith(t, func(g *gateway.Gateway) { g.HandshakeTimeout = timeout })
 	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
 
