@@ -64,6 +64,8 @@ type Config struct {
 	DNS DNS `yaml:"dns"`
 	// Review configures refusals and the sandboxes' access requests (review.go).
 	Review Review `yaml:"review"`
+	// TLS configures the TLS the gateway terminates for sandboxes (tls.go).
+	TLS TLS `yaml:"tls"`
 	// Tenants by name. No tenants means nobody is let through.
 	Tenants map[string]*Tenant `yaml:"tenants"`
 
@@ -184,6 +186,7 @@ func (c *Config) applyDefaults() {
 	set("store.retention", func() { c.Store.Retention = DefaultRetention })
 	set("store.incident_timeout", func() { c.Store.IncidentTimeout = DefaultIncidentTimeout })
 	set("dashboard.session_ttl", func() { c.Dashboard.SessionTTL = DefaultSessionTTL })
+	set("tls.sandbox_key_exchange", func() { c.TLS.SandboxKeyExchange = KeyExchangePostQuantum })
 	for _, t := range c.Tenants {
 		if t == nil {
 			continue

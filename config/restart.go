@@ -8,8 +8,8 @@ import (
 
 // RestartOnly names the settings that differ between c, the config in force, and next
 // but that a reload does not apply: the listeners, the CA settings, the bound on the
-// bytes held for scanning, the store, the gateway's limits and HTTP/2 settings (read
-// by its servers and listeners as they start) and the resolver's settings. Upstream,
+// bytes held for scanning, the store, the gateway's limits, HTTP/2 and TLS settings
+// (read by its servers and listeners as they start) and the resolver's settings. Upstream,
 // scanning (the body limit included), dns.sources and the tenants apply live. A nil c
 // names nothing.
 func (c *Config) RestartOnly(next *Config) []string {
@@ -30,6 +30,7 @@ func (c *Config) RestartOnly(next *Config) []string {
 	changed = append(changed, changedKeys("store", c.Store, next.Store)...)
 	changed = append(changed, changedKeys("limits", c.Limits, next.Limits)...)
 	changed = append(changed, changedKeys("http2", c.HTTP2, next.HTTP2)...)
+	changed = append(changed, changedKeys("tls", c.TLS, next.TLS)...)
 	// The resolver is built once; only the sources table is refilled.
 	changed = append(changed, changedKeys("dns", c.DNS, next.DNS, "sources")...)
 	return changed

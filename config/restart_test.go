@@ -30,6 +30,7 @@ func TestRestartOnly(t *testing.T) {
 			c.Limits.KeepaliveIdleTimeout = Duration(time.Minute)
 		}, []string{"limits.keepalive_idle_timeout", "limits.max_conns_per_client"}},
 		{"http2", func(c *Config) { c.HTTP2.Disable = true }, []string{"http2.disable"}},
+		{"tls", func(c *Config) { c.TLS.SandboxKeyExchange = KeyExchangeClassical }, []string{"tls.sandbox_key_exchange"}},
 		{"dns but its sources", func(c *Config) {
 			c.DNS.Sources = []DNSSource{{CIDR: "10.0.0.0/8", Tenant: "default"}}
 			c.DNS.Names = []string{"gw.example.test"}

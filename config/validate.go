@@ -89,6 +89,7 @@ func (v *validator) config() {
 	v.alerts()
 	v.dns()
 	v.review()
+	v.tls()
 	for _, tn := range slices.Sorted(maps.Keys(c.Tenants)) {
 		v.tenant(tn, c.Tenants[tn])
 	}

@@ -180,22 +180,20 @@ func (g *Gateway) inspect(w http.ResponseWriter, r *http.Request, id rules.Ident
 // CONNECT and the transparent listener. r is the CONNECT (or its stand-in) for events.
 func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identity, host string, port int, leaf *tls.Certificate) {
 	var fronted bool
-	cfg := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// h2 and http/1.1: either way every request (stream) is served,
-		// and checked, one by one (h2.go).
-		NextProtos: g.innerProtos(),
-		// Every ClientHello, resumed or not: a resumed handshake asks
-		// GetCertificate nothing.
-		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			if !sniMatches(hello.ServerName, host) {
-				fronted = true
-				return nil, errors.New("SNI does not match the CONNECT host")
-			}
-			return nil, nil
-		},
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return leaf, nil },
+	cfg := g.sandboxTLS()
+	// h2 and http/1.1: either way every request (stream) is served, and
+	// checked, one by one (h2.go).
+	cfg.NextProtos = g.innerProtos()
+	// Every ClientHello, resumed or not: a resumed handshake asks
+	// GetCertificate nothing.
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if !sniMatches(hello.ServerName, host) {
+			fronted = true
+			return nil, errors.New("SNI does not match the CONNECT host")
+		}
+		return nil, nil
 	}
+	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return leaf, nil }
 	// Tickets resume only into a tunnel of this tenant, host and leaf (tickets.go).
 	cfg.SetSessionTicketKeys(g.tickets.forTunnel(id.Tenant, host, leaf))
 	tlsConn := tls.Server(client, cfg)
@@ -205,9 +203,15 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 	}
 	untrack := sync.OnceFunc(func() { g.untrack(t) })
 
-	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
-	err := tlsConn.HandshakeContext(ctx)
-	cancel()
+	// A deadline on the connection, not a context: HandshakeContext runs a
+	// goroutine per handshake to watch the context. Shutdown, a policy change
+	// and the run's end close the tracked connection, which ends a handshake
+	// as well.
+	client.SetDeadline(time.Now().Add(g.handshakeTimeout()))
+	err := tlsConn.Handshake()
+	if err == nil {
+		err = client.SetDeadline(time.Time{})
+	}
 	if err != nil {
 		untrack()
 		reason := ReasonTLSHandshake

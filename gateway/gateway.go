@@ -105,6 +105,14 @@ type Gateway struct {
 	Logger *slog.Logger
 	// HandshakeTimeout bounds the client's TLS handshake inside a tunnel. Zero: 10s.
 	HandshakeTimeout time.Duration
+	// SandboxCurves are the key exchanges the TLS the gateway terminates for
+	// sandboxes (inspected tunnels, refusals and sluice.internal inside TLS)
+	// may agree on, as tls.Config.CurvePreferences: crypto/tls takes a
+	// post-quantum one whenever the client offers it, so leaving
+	// tls.X25519MLKEM768 out is what makes the handshake classical. nil: Go's
+	// defaults (X25519MLKEM768 first). Upstream TLS keeps Go's defaults
+	// whatever this says.
+	SandboxCurves []tls.CurveID
 	// IdleTimeout closes a keep-alive client connection (on the proxy port
 	// or an inspected tunnel) idle between requests for this long. Zero: 2m.
 	IdleTimeout time.Duration
@@ -169,6 +177,13 @@ func (g *Gateway) handshakeTimeout() time.Duration {
 		return g.HandshakeTimeout
 	}
 	return 10 * time.Second
+}
+
+// sandboxTLS returns a TLS server config for a sandbox's connection with the
+// settings every such server shares: TLS 1.2 at least, and the key exchanges
+// of SandboxCurves.
+func (g *Gateway) sandboxTLS() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, CurvePreferences: g.SandboxCurves}
 }
 
 func (g *Gateway) idleTimeout() time.Duration {

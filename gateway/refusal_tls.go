@@ -52,16 +52,15 @@ func (g *Gateway) serveTLS(w http.ResponseWriter, r *http.Request, id rules.Iden
 		g.logger().Warn("hijack failed", logHost, host, logErr, err)
 		return
 	}
-	tlsConn := tls.Server(client, &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"http/1.1"},
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			if !sniMatches(hello.ServerName, host) {
-				return nil, errors.New("SNI does not match the CONNECT host")
-			}
-			return leaf, nil
-		},
-	})
+	cfg := g.sandboxTLS()
+	cfg.NextProtos = []string{"http/1.1"}
+	cfg.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if !sniMatches(hello.ServerName, host) {
+			return nil, errors.New("SNI does not match the CONNECT host")
+		}
+		return leaf, nil
+	}
+	tlsConn := tls.Server(client, cfg)
 	// Tracked as refused: run end, reload and shutdown close it like any
 	// tunnel, and a grant that now lets the host through closes it too.
 	t := g.track(connectQuery(id, host, port), rules.Deny, tlsConn)

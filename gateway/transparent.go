@@ -237,8 +237,11 @@ func (t *Transparent) refuseTLS(r *http.Request, client net.Conn, id rules.Ident
 		return
 	}
 	// One answer, then the end: no ticket to resume with.
-	tlsConn := tls.Server(client, &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"},
-		Certificates: []tls.Certificate{*leaf}, SessionTicketsDisabled: true})
+	cfg := g.sandboxTLS()
+	cfg.NextProtos = []string{"http/1.1"}
+	cfg.Certificates = []tls.Certificate{*leaf}
+	cfg.SessionTicketsDisabled = true
+	tlsConn := tls.Server(client, cfg)
 	defer tlsConn.Close()
 	ctx, cancel := context.WithTimeout(r.Context(), g.handshakeTimeout())
 	err := tlsConn.HandshakeContext(ctx)

@@ -22,6 +22,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/internal/benchharness/bench"
 )
 
@@ -46,6 +47,7 @@ func run(args []string, out io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write the gateways' process's CPU profile (all cases run) to `file`")
 	memProfile := fs.String("memprofile", "", "write the gateways' process's allocation profile to `file`")
 	mutexProfile := fs.String("mutexprofile", "", "write the gateways' process's lock contention profile to `file`")
+	kex := fs.String("sandbox-kex", "", "the gateways' tls.sandbox_key_exchange (`post-quantum` or classical); empty: the config's default")
 	serveDir := fs.String("serve-gateways", "", "internal: be the gateways' process for the files in `dir`")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -79,7 +81,7 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("-benchtime %q: %w", *benchtime, err)
 	}
 
-	var opts bench.Options
+	opts := bench.Options{SandboxKeyExchange: *kex}
 	if !*inProcess {
 		self, err := os.Executable()
 		if err != nil {
@@ -116,6 +118,7 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "go: %s %s/%s   GOMAXPROCS: %d   CPU: %s (%d logical)   build tags: %s\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), cpuModel(), runtime.NumCPU(), buildTags())
 	fmt.Fprintf(out, "%s; %s\n", where, squidNote)
+	fmt.Fprintf(out, "the client's TLS with the gateway: tls.sandbox_key_exchange %s (-sandbox-kex)\n", cmp.Or(*kex, config.KeyExchangePostQuantum+", the default"))
 	fmt.Fprintf(out, "benchtime %s, median of %d, paths interleaved; client: HTTP/1.1, TLS 1.3, one connection, sequential\n"+
 		"(except small-get-16: 16 clients back to back, one request per op; h1-16conns and h2-16streams: 16 requests at once per op)\n\n",
 		*benchtime, *count)

@@ -1,4 +1,4 @@
-// Package gatewayconf hands the config's scanning:, limits:, http2: and dns:
+// Package gatewayconf hands the config's scanning:, limits:, http2:, tls: and dns:
 // keys to the gateway and the sandboxes' resolver, which do not know the config.
 package gatewayconf
 
@@ -9,8 +9,8 @@ import (
 	"github.com/sluice-egress/sluice/gateway"
 )
 
-// Gateway is a gateway with the config's scanning:, limits: and http2: keys
-// set; the caller wires the rest (policy, dialer, scanner, events).
+// Gateway is a gateway with the config's scanning:, limits:, http2: and tls:
+// keys set; the caller wires the rest (policy, dialer, scanner, events).
 func Gateway(cfg *config.Config) *gateway.Gateway {
 	return &gateway.Gateway{
 		// Bodies are held in memory while scanned: bound them all together.
@@ -24,6 +24,8 @@ func Gateway(cfg *config.Config) *gateway.Gateway {
 		IdleTimeout:         time.Duration(cfg.Limits.KeepaliveIdleTimeout),
 		Limits:              Limits(cfg.Limits),
 		HTTP2:               HTTP2(cfg.HTTP2),
+		// The sandbox's hop only: upstream TLS keeps Go's (post-quantum) defaults.
+		SandboxCurves: cfg.TLS.SandboxCurves(),
 	}
 }
 

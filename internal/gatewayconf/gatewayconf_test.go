@@ -2,6 +2,7 @@ package gatewayconf
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/sluice-egress/sluice/config"
@@ -47,5 +48,12 @@ func TestGateway(t *testing.T) {
 	cfg.Scanning.OnOversize = ""
 	if Gateway(cfg).ForwardOversize {
 		t.Error("oversize bodies forwarded without on_oversize: forward")
+	}
+	if g.SandboxCurves != nil {
+		t.Errorf("sandbox key exchanges %v by default, want nil (Go's, post-quantum)", g.SandboxCurves)
+	}
+	cfg.TLS.SandboxKeyExchange = config.KeyExchangeClassical
+	if got := Gateway(cfg).SandboxCurves; !slices.Equal(got, cfg.TLS.SandboxCurves()) || len(got) == 0 {
+		t.Errorf("tls.sandbox_key_exchange: classical not carried: %v", got)
 	}
 }

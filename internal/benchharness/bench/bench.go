@@ -117,6 +117,7 @@ type Env struct {
 	upstream      *http.Server
 	cold          atomic.Int64
 	requests      atomic.Uint64 // runs of the varied-body cases, so that no two share a body
+	kex           string        // the gateways' tls.sandbox_key_exchange; "": the default
 	child         *child        // the gateways' process; nil: they run in this one
 	squid         *squid
 
@@ -149,6 +150,10 @@ type Options struct {
 	Child []string
 	// Squid, if set, is the squid binary to measure beside the gateway (squid.go).
 	Squid string
+	// SandboxKeyExchange is the gateways' tls.sandbox_key_exchange: the key exchange
+	// of the client's TLS with them. Empty: left out of their config (the default,
+	// post-quantum).
+	SandboxKeyExchange string
 }
 
 // Start starts the upstream and the gateways in this process.
@@ -157,7 +162,7 @@ func Start() (*Env, error) { return StartWith(Options{}) }
 // StartWith starts the upstream, the gateways and, if asked, squid. Temporary files (the
 // policy, the token and the tenant CA) live in a directory that Close removes.
 func StartWith(opts Options) (_ *Env, err error) {
-	e := &Env{}
+	e := &Env{kex: opts.SandboxKeyExchange}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -171,7 +176,7 @@ func StartWith(opts Options) (_ *Env, err error) {
 	if err := e.startUpstream(); err != nil {
 		return nil, err
 	}
-	if err := e.writeGatewayFiles(); err != nil {
+	if err := e.writeGatewayFiles(opts.SandboxKeyExchange); err != nil {
 		return nil, err
 	}
 	if len(opts.Child) > 0 {

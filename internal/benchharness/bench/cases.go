@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -564,6 +565,14 @@ func checkPeer(resp *http.Response, v Via, e *Env, host string) error {
 		roots = e.tenantCAs
 		if len(leaf.DNSNames) != 1 || leaf.DNSNames[0] != host {
 			return fmt.Errorf("gateway: leaf names %v, want exactly %s", leaf.DNSNames, host)
+		}
+		// What is measured is the key exchange the config asked for.
+		want := tls.X25519MLKEM768
+		if e.kex == config.KeyExchangeClassical {
+			want = tls.X25519
+		}
+		if resp.TLS.CurveID != want {
+			return fmt.Errorf("%s: key exchange %v, want %v (tls.sandbox_key_exchange %q)", v, resp.TLS.CurveID, want, e.kex)
 		}
 	case Squid:
 		roots = e.squid.roots

@@ -54,9 +54,10 @@ const (
 	dirCA          = "ca"
 )
 
-// writeGatewayFiles writes what the gateways start from into e.dir (the policy, the
-// token, the upstream's CA) and creates the tenant CA, which the clients trust.
-func (e *Env) writeGatewayFiles() error {
+// writeGatewayFiles writes what the gateways start from into e.dir (the policy, with
+// tls.sandbox_key_exchange set to kex unless it is empty, the token, the upstream's
+// CA) and creates the tenant CA, which the clients trust.
+func (e *Env) writeGatewayFiles(kex string) error {
 	tok, err := rules.NewToken()
 	if err != nil {
 		return fmt.Errorf("bench: token: %w", err)
@@ -67,7 +68,7 @@ func (e *Env) writeGatewayFiles() error {
 		data []byte
 	}{
 		{fileToken, []byte(tok + "\n")},
-		{fileConfig, fmt.Appendf(nil, policy, e.port, e.tunnelPort)},
+		{fileConfig, withKeyExchange(fmt.Appendf(nil, policy, e.port, e.tunnelPort), kex)},
 		{fileUpstreamCA, e.pemUpstreamCA},
 	}
 	for _, f := range files {
@@ -83,6 +84,15 @@ func (e *Env) writeGatewayFiles() error {
 	e.tenantCAs = x509.NewCertPool()
 	e.tenantCAs.AddCert(auth.Certificate())
 	return nil
+}
+
+// withKeyExchange appends the tls: section that sets kex to the config conf; an empty
+// kex leaves conf as it is. Load checks the value.
+func withKeyExchange(conf []byte, kex string) []byte {
+	if kex == "" {
+		return conf
+	}
+	return fmt.Appendf(conf, "tls:\n  sandbox_key_exchange: %q\n", kex)
 }
 
 // serveGateways runs both gateways in this process.
@@ -139,7 +149,9 @@ func newGateways(dir string) (gw, gwScan *gateway.Gateway, err error) {
 				Self: func() []netip.Addr { return nil },
 			},
 			RootCAs: upRoots,
-			Logger:  quiet,
+			// As gatewayconf does for sluice serve.
+			SandboxCurves: cfg.TLS.SandboxCurves(),
+			Logger:        quiet,
 			// Every client is 127.0.0.1 and one tenant: the idle-tunnel measurement
 			// holds thousands of tunnels open at once.
 			Limits: gateway.Limits{MaxConnsPerClient: maxIdleTunnels + 256, MaxConnsPerTenant: maxIdleTunnels + 256},
