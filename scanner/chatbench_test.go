@@ -83,24 +83,15 @@ func chatBody(size int) []byte {
 // BenchmarkScanChatJSON scans a 1 MiB chat upload the way the gateway does:
 // with canaries, links checked against an allowlist.
 func BenchmarkScanChatJSON(b *testing.B) {
-	s := testScanner(b)
-	s.Canaries = &CanaryStore{Dir: b.TempDir(), Key: s.Key}
-	s.Timeout = time.Minute
+	s := chatScanner(b)
 	s.CleanCacheEntries = -1 // every byte scanned each time
 	body := chatBody(1 << 20)
-	u, _ := url.Parse("https://api.example.test/v1/chat/completions")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	cpu := cpuTime()
 	defer func() { reportCPU(b, cpuTime()-cpu, len(body)) }()
 	for b.Loop() {
-		res, err := s.Scan(context.Background(), &Request{Tenant: "t", Host: "api.example.test", URL: u,
-			Header:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer abc"}},
-			Body:    bytes.NewReader(body),
-			Allowed: func(h string) bool { return h == "api.example.test" }})
-		if err != nil || res.Verdict != Pass {
-			b.Fatal(err, fmt.Sprint(res.Findings))
-		}
+		scanChatPass(b, s, body)
 	}
 }
 
@@ -108,26 +99,13 @@ func BenchmarkScanChatJSON(b *testing.B) {
 // 1 MiB conversation of BenchmarkScanChatJSON, sent before, and one new
 // message of 2 KiB, different each time.
 func BenchmarkScanChatTurn(b *testing.B) {
-	s := testScanner(b)
-	s.Canaries = &CanaryStore{Dir: b.TempDir(), Key: s.Key}
-	s.Timeout = time.Minute
+	s := chatScanner(b)
 	history := chatBody(1 << 20)
 	const tail = "]}"
 	msg := []byte(`,{"role":"user","content":"turn 0000000000 ` + strings.Repeat("and then the tests ran again on the build machine. ", 40) + `"}`)
 	body := append(append(bytes.Clone(history[:len(history)-len(tail)]), msg...), tail...)
 	at := len(history) - len(tail) + len(`,{"role":"user","content":"turn `)
-	u, _ := url.Parse("https://api.example.test/v1/chat/completions")
-	scan := func(n int) {
-		copy(body[at:at+10], fmt.Sprintf("%010d", n))
-		res, err := s.Scan(context.Background(), &Request{Tenant: "t", Host: "api.example.test", URL: u,
-			Header:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer abc"}},
-			Body:    bytes.NewReader(body),
-			Allowed: func(h string) bool { return h == "api.example.test" }})
-		if err != nil || res.Verdict != Pass {
-			b.Fatal(err, fmt.Sprint(res.Findings))
-		}
-	}
-	scan(0) // the history, first sent
+	scanChatPass(b, s, body) // the history, first sent
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	cpu := cpuTime()
@@ -135,6 +113,30 @@ func BenchmarkScanChatTurn(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		scan(n)
+		copy(body[at:at+10], fmt.Sprintf("%010d", n))
+		scanChatPass(b, s, body)
+	}
+}
+
+// chatScanner is the gateway's scanner for the chat benchmarks: canaries,
+// a long deadline.
+func chatScanner(b *testing.B) *Scanner {
+	s := testScanner(b)
+	s.Canaries = &CanaryStore{Dir: b.TempDir(), Key: s.Key}
+	s.Timeout = time.Minute
+	return s
+}
+
+var chatURL, _ = url.Parse("https://api.example.test/v1/chat/completions")
+
+// scanChatPass scans body as a chat upload to its API host and fails
+// unless it passes.
+func scanChatPass(b *testing.B, s *Scanner, body []byte) {
+	res, err := s.Scan(context.Background(), &Request{Tenant: "t", Host: "api.example.test", URL: chatURL,
+		Header:  http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer abc"}},
+		Body:    bytes.NewReader(body),
+		Allowed: func(h string) bool { return h == "api.example.test" }})
+	if err != nil || res.Verdict != Pass {
+		b.Fatal(err, fmt.Sprint(res.Findings))
 	}
 }

@@ -121,14 +121,9 @@ func (c *cleanCache) lensSum(canary, phantom map[int]bool) uint64 {
 		}
 		slices.Sort(ls)
 		for _, l := range ls {
-			for j := 0; j < 8; j++ {
-				h.WriteByte(byte(l >> (8 * j)))
-			}
+			h.Write(binary.LittleEndian.AppendUint64(nil, uint64(l)))
 		}
-		h.WriteByte(0xff) // lengths are below 2^56: their top byte is never 0xff
-		for j := 0; j < 7; j++ {
-			h.WriteByte(0xff)
-		}
+		h.Write(binary.LittleEndian.AppendUint64(nil, ^uint64(0))) // no length: ends the set
 	}
 	return h.Sum64()
 }

@@ -10,30 +10,6 @@ import (
 	"testing"
 )
 
-// canaries is a CanarySet of fixed values, changed by the tests between
-// scans as a store learns of new canaries.
-type canaries struct {
-	key  []byte
-	vals map[string]string // value -> id
-}
-
-func (c canaries) Canary(fp string) (string, bool) {
-	for v, id := range c.vals {
-		if fingerprint(c.key, v) == fp {
-			return id, true
-		}
-	}
-	return "", false
-}
-
-func (c canaries) Lengths() map[int]bool {
-	m := map[int]bool{}
-	for v := range c.vals {
-		m[len(v)] = true
-	}
-	return m
-}
-
 // chatWith is a chat request body whose one message is prose around extra.
 func chatWith(extra string) string {
 	prose := strings.Repeat("the river runs past the old mill and the garden wall ", 8)
@@ -101,7 +77,7 @@ func TestCleanCacheRechecksCanariesAndPhantoms(t *testing.T) {
 			s := testScanner(t)
 			tok := "zqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzq" // as long as the value below, no secret to the rules
 			other := "wxywxywxywxywxywxywxywxywxywxywx"
-			c := canaries{key: s.Key, vals: map[string]string{other: "c0"}}
+			c := phantoms{key: s.Key, vals: map[string]string{other: "c0"}}
 			p := phantoms{key: s.Key, vals: map[string]string{other: "github"}}
 			if kind == "canary" {
 				s.Canaries = c
@@ -127,7 +103,7 @@ func TestCleanCacheRechecksCanariesAndPhantoms(t *testing.T) {
 // A canary of a new length is found in a text cached before it.
 func TestCleanCacheNewLength(t *testing.T) {
 	s := testScanner(t)
-	c := canaries{key: s.Key, vals: map[string]string{"wxywxywxywxywxywxywxywxywxywxywx": "c0"}}
+	c := phantoms{key: s.Key, vals: map[string]string{"wxywxywxywxywxywxywxywxywxywxywx": "c0"}}
 	s.Canaries = c
 	tok := "zqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzqvzq" // another length
 	body := chatWith("ref " + tok)
@@ -254,5 +230,19 @@ func TestHolderCleanHits(t *testing.T) {
 	scanChat(t, next, "a", "api.example.test", body, nil)
 	if n := h.CleanHits(); n != 3 {
 		t.Fatalf("CleanHits = %d, want 2 before the reload and 1 after", n)
+	}
+}
+
+// A scan splits a body only across the cores other scans leave idle.
+func TestIdleParts(t *testing.T) {
+	defer func(n int) { minPartBytes = n }(minPartBytes)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	minPartBytes = 1
+	top := []*segment{{text: "aaaa"}, {text: "bbbb"}, {text: "cccc"}}
+	if n := len(idleParts(top, 1)); n != 2 {
+		t.Fatalf("alone on 2 cores: %d parts, want 2", n)
+	}
+	if n := len(idleParts(top, 2)); n != 1 {
+		t.Fatalf("beside another scan on 2 cores: %d parts, want 1", n)
 	}
 }

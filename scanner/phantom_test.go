@@ -9,10 +9,11 @@ import (
 	"testing"
 )
 
-// phantoms is a PhantomSet of fixed values.
+// phantoms is a PhantomSet, and a CanarySet, of fixed values; the tests
+// may change them between scans, as a store learns of new ones.
 type phantoms struct {
 	key  []byte
-	vals map[string]string // value -> name
+	vals map[string]string // value -> name (or canary id)
 }
 
 func (p phantoms) Phantom(fp string) (string, bool) {
@@ -23,6 +24,8 @@ func (p phantoms) Phantom(fp string) (string, bool) {
 	}
 	return "", false
 }
+
+func (p phantoms) Canary(fp string) (string, bool) { return p.Phantom(fp) }
 
 func (p phantoms) Lengths() map[int]bool {
 	m := map[int]bool{}

@@ -92,7 +92,8 @@ func scanFeatures(s string) featureMarks {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if isLowerASCII(c) {
-			// lowerEnd, written out: a call would spill the counters.
+			// The run's end, eight bytes at a time, written out here: a
+			// call would spill the loop's counters.
 			j := i + 1
 			for j+8 <= len(s) {
 				if m := ^lowerBytes(load8le(s[j:j+8])) & hiBits; m != 0 {
@@ -390,21 +391,6 @@ var lowBytes = [8]uint64{^uint64(0), 0xff, 0xffff, 0xffffff, 0xffffffff, 0xfffff
 func isLetter(c byte) bool { return c >= 0x80 || c|0x20-'a' <= 'z'-'a' }
 
 func isLowerASCII(c byte) bool { return c-'a' <= 'z'-'a' }
-
-// lowerEnd is the index of the first byte of s from i on that is no
-// lower-case ASCII letter (len(s) when there is none), eight bytes at a
-// time.
-func lowerEnd(s string, i int) int {
-	for ; i+8 <= len(s); i += 8 {
-		if m := ^lowerBytes(load8le(s[i:i+8])) & hiBits; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for i < len(s) && isLowerASCII(s[i]) {
-		i++
-	}
-	return i
-}
 
 const (
 	loBits = 0x0101010101010101

@@ -346,7 +346,7 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 	// gateway, whose cores all scan already, does not split.
 	running := int(s.running.Add(1))
 	defer s.running.Add(-1)
-	parts := splitGroups(top, min(runtime.GOMAXPROCS(0)-running+1, maxInspectParts))
+	parts := idleParts(top, running)
 	if len(parts) == 1 {
 		return s.inspectGroups(ctx, req, top, sh)
 	}
@@ -385,6 +385,12 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 		return nil, first
 	}
 	return slices.Concat(found...), nil
+}
+
+// idleParts cuts top for the cores that the other running scans (running
+// counts this one too) leave idle.
+func idleParts(top []*segment, running int) [][]*segment {
+	return splitGroups(top, min(runtime.GOMAXPROCS(0)-running+1, maxInspectParts))
 }
 
 // maxInspectParts bounds the goroutines that inspect one body.
