@@ -140,15 +140,55 @@ func sniMatches(sni, host string) bool {
 
 func isIPLiteral(host string) bool { return net.ParseIP(host) != nil }
 
-// splice copies both ways until either side ends, then closes both.
+// splice copies both ways until either side ends, then closes both. One
+// way runs in the caller's goroutine: an idle tunnel costs two goroutines,
+// not three.
 func splice(a, b net.Conn) {
 	var once sync.Once
 	closeBoth := func() { once.Do(func() { a.Close(); b.Close() }) }
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(a, b); closeBoth(); done <- struct{}{} }()
-	go func() { io.Copy(b, a); closeBoth(); done <- struct{}{} }()
+	done := make(chan struct{})
+	go func() { copyConn(a, b); closeBoth(); close(done) }()
+	copyConn(b, a)
+	closeBoth()
 	<-done
-	<-done
+}
+
+// smallCopyBuf is what a tunnel's copy holds while it waits: enough for a
+// request or a TLS record's worth of a conversation.
+const smallCopyBuf = 2 << 10
+
+// copyConn is io.Copy with a buffer sized to the traffic. io.Copy holds
+// 32 KiB each way for the tunnel's life, idle or not (64 KiB of an idle
+// passthrough tunnel's heap); this holds a small buffer while it waits,
+// borrows a large one from copyBuffers once a read fills the small one,
+// and gives it back once a read is short again.
+func copyConn(dst io.Writer, src io.Reader) {
+	small := make([]byte, smallCopyBuf)
+	buf, big := small, []byte(nil)
+	defer func() {
+		if big != nil {
+			copyBuffers.Put(big)
+		}
+	}()
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+		switch {
+		case big == nil && n == len(small):
+			big = copyBuffers.Get()
+			buf = big
+		case big != nil && n < len(small):
+			copyBuffers.Put(big)
+			buf, big = small, nil
+		}
+	}
 }
 
 // inspect opens the client's TLS with a leaf from the tenant's CA and serves

@@ -209,7 +209,7 @@ func (panicCanaries) Lengths() map[int]bool        { return map[int]bool{4: true
 
 func mustSegments(t *testing.T, body []byte) []*segment {
 	t.Helper()
-	segs, ok := jsonSegmentsFast(body, nil)
+	segs, ok := jsonSegmentsFast(body, nil, nil)
 	if !ok {
 		t.Fatal("not JSON")
 	}

@@ -223,13 +223,14 @@ func encode(enc string, b []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// bodySegments splits a decompressed body by its type.
-func bodySegments(b []byte, contentType string, encodings []string) []*segment {
+// bodySegments splits a decompressed body by its type; ar, when not nil,
+// holds the texts it cuts (scanArena).
+func bodySegments(b []byte, contentType string, encodings []string, ar *scanArena) []*segment {
 	chain := slices.Clone(encodings)
 	mt, params, _ := mime.ParseMediaType(contentType)
 	switch {
 	case mt == "application/json" || strings.HasSuffix(mt, "+json") || (mt == "" || mt == "text/plain") && json1(b):
-		if segs, ok := jsonSegments(b, chain); ok {
+		if segs, ok := jsonSegments(b, chain, ar); ok {
 			return segs
 		}
 	case mt == "application/x-www-form-urlencoded":
@@ -243,7 +244,7 @@ func bodySegments(b []byte, contentType string, encodings []string) []*segment {
 			return out
 		}
 	case strings.HasPrefix(mt, "multipart/") && params["boundary"] != "":
-		if segs, ok := multipartSegments(b, params["boundary"], chain); ok {
+		if segs, ok := multipartSegments(b, params["boundary"], chain, ar); ok {
 			return segs
 		}
 	}
@@ -261,8 +262,8 @@ func json1(b []byte) bool {
 // jsonSegments are the string values (and keys) of a JSON document, each
 // with its path ("json:$.messages[3].content"); a value under an object key
 // is seen as "key: value", so that rules keyed on names still match.
-func jsonSegments(b []byte, chain []string) ([]*segment, bool) {
-	if segs, ok := jsonSegmentsFast(b, chain); ok {
+func jsonSegments(b []byte, chain []string, ar *scanArena) ([]*segment, bool) {
+	if segs, ok := jsonSegmentsFast(b, chain, ar); ok {
 		return segs, true
 	}
 	return jsonSegmentsDecoder(b, chain)
@@ -360,7 +361,7 @@ func plainKey(k string) bool {
 
 // multipartSegments are the parts of a multipart body, each read by its own
 // type; a base64 Content-Transfer-Encoding is undone.
-func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, bool) {
+func multipartSegments(b []byte, boundary string, chain []string, ar *scanArena) ([]*segment, bool) {
 	mr := multipart.NewReader(bytes.NewReader(b), boundary)
 	// The reader skips what comes before the first boundary and after the
 	// last: a sender can put anything there, so it is scanned too.
@@ -393,7 +394,7 @@ func multipartSegments(b []byte, boundary string, chain []string) ([]*segment, b
 			data = []byte(qpDecode(string(data)))
 			c = append(c, encQP)
 		}
-		for _, sg := range bodySegments(data, p.Header.Get("Content-Type"), c) {
+		for _, sg := range bodySegments(data, p.Header.Get("Content-Type"), c, ar) {
 			sg.where = "multipart:" + name + strings.TrimPrefix(strings.TrimPrefix(sg.where, "body"), "json:")
 			sg.line = 0
 			out = append(out, sg)

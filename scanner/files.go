@@ -119,7 +119,7 @@ func (s *Scanner) ScanTextFor(ctx context.Context, name string, data []byte, all
 		req = &Request{Allowed: allowed}
 	}
 	// A copy: the findings' secrets share the text, and data is the caller's.
-	found, err := s.inspect(ctx, req, bodySegments(bytes.Clone(data), ct, nil))
+	found, err := s.inspect(ctx, req, bodySegments(bytes.Clone(data), ct, nil, nil))
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,9 @@ import (
 // single pass over the bytes that checks the syntax as json.Valid does and
 // gives the segments of the decoder's walk, without a token per value. It
 // reports false for anything else (not JSON, or a stream of values), and
-// the caller then walks with the decoder.
-func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
+// the caller then walks with the decoder. Its texts, paths and segments
+// are cut from ar (nil: from new memory).
+func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool) {
 	type frame struct {
 		obj  bool
 		path string // the path of the container itself
@@ -55,7 +56,7 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 			if texts == nil {
 				n += len(b)
 			}
-			texts = make([]byte, 0, max(len(t), n))
+			texts = ar.bytes(max(len(t), n))
 		}
 		n := len(texts)
 		texts = append(texts, t...)
@@ -63,7 +64,7 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 	}
 	newSegment := func() *segment {
 		if len(segs) == cap(segs) {
-			segs = make([]segment, 0, min(2*cap(segs)+8, 512))
+			segs = ar.segments(min(2*cap(segs)+8, 512))
 		}
 		segs = segs[:len(segs)+1]
 		return &segs[len(segs)-1]
@@ -76,7 +77,7 @@ func jsonSegmentsFast(b []byte, chain []string) ([]*segment, bool) {
 		f := &stack[len(stack)-1]
 		// Paths are cut from an arena too, as texts are.
 		if cap(paths)-len(paths) < len(f.path)+len(f.key)+32 {
-			paths = make([]byte, 0, max(4096, 2*(len(f.path)+len(f.key)+32)))
+			paths = ar.bytes(max(4096, 2*(len(f.path)+len(f.key)+32)))
 		}
 		n := len(paths)
 		paths = append(paths, f.path...)

@@ -53,7 +53,7 @@ func TestJSONSegmentsFast(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chain := []string{"gzip"}
-			fast, okF := jsonSegments([]byte(tc.in), chain)
+			fast, okF := jsonSegments([]byte(tc.in), chain, nil)
 			slow, okS := jsonSegmentsDecoder([]byte(tc.in), chain)
 			if okF != okS || !reflect.DeepEqual(views(fast), views(slow)) {
 				t.Fatalf("fast %v %+v\nslow %v %+v", okF, views(fast), okS, views(slow))
@@ -61,12 +61,12 @@ func TestJSONSegmentsFast(t *testing.T) {
 		})
 	}
 	for _, in := range []string{`{"a":"b",}`, `["a" "b"]`, `[01]`, `[tru]`, "[\"\t\"]", `["\x"]`, `{"a":"b"} {}`, `[1,]`, `{"a"}`, `-`, `1.`, `1e`} {
-		if _, ok := jsonSegmentsFast([]byte(in), nil); ok {
+		if _, ok := jsonSegmentsFast([]byte(in), nil, nil); ok {
 			t.Errorf("fast walk accepts %q", in)
 		}
 	}
 	// The fast walk is taken for valid JSON: a mutated walker would be seen.
-	if segs, ok := jsonSegmentsFast([]byte(`{"a":{"b c":["\u0041"]}}`), nil); !ok || len(segs) != 1 ||
+	if segs, ok := jsonSegmentsFast([]byte(`{"a":{"b c":["\u0041"]}}`), nil, nil); !ok || len(segs) != 1 ||
 		segs[0].where != `json:$.a["b c"][0]` || segs[0].text != "A" {
 		t.Fatalf("fast walk: %v %+v", ok, views(segs))
 	}
@@ -81,10 +81,10 @@ func FuzzJSONSegments(f *testing.F) {
 	f.Add([]byte(`[-0.5e+7,true,false,null,{"a":{}},[],""]`))
 	f.Add([]byte(`[01, 1., .5, -, tru, "\x", "\u12", 1 2, {"a" "b"}, {"a":1,}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if _, ok := jsonSegmentsFast(b, nil); ok != json.Valid(b) {
+		if _, ok := jsonSegmentsFast(b, nil, nil); ok != json.Valid(b) {
 			t.Fatalf("fast walk ok %v, json.Valid %v", ok, !ok)
 		}
-		fast, okF := jsonSegments(b, nil)
+		fast, okF := jsonSegments(b, nil, nil)
 		slow, okS := jsonSegmentsDecoder(b, nil)
 		if okF != okS || !reflect.DeepEqual(views(fast), views(slow)) {
 			t.Fatalf("fast %v %+v\nslow %v %+v", okF, views(fast), okS, views(slow))
@@ -126,7 +126,7 @@ func BenchmarkJSONSegments(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if _, ok := jsonSegmentsFast(body, nil); !ok {
+				if _, ok := jsonSegmentsFast(body, nil, nil); !ok {
 					b.Fatal("not JSON")
 				}
 			}

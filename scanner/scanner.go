@@ -231,6 +231,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	var raw []byte
 	var encodings []string
 	var plain []byte
+	ar := scanArenas.Get().(*scanArena)
 	if req.Body != nil {
 		max := s.maxBody()
 		buf, err := readAllHint(io.LimitReader(req.Body, max+1), bodyHint(req, max))
@@ -255,7 +256,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 				}
 			}
 			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body", Snippet: snippet})
-			segs = append(segs, bodySegments(head, req.Header.Get("Content-Type"), headEnc)...)
+			segs = append(segs, bodySegments(head, req.Header.Get("Content-Type"), headEnc, ar)...)
 			res.Body, res.BodyLen = io.MultiReader(bytes.NewReader(raw), req.Body), -1
 			raw = nil
 		} else {
@@ -270,11 +271,12 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 				return nil, fmt.Errorf("scanner: body: %w", err)
 			default:
 				plain = p
-				segs = append(segs, bodySegments(plain, req.Header.Get("Content-Type"), encodings)...)
+				segs = append(segs, bodySegments(plain, req.Header.Get("Content-Type"), encodings, ar)...)
 			}
 		}
 	}
 	found, err := s.inspect(ctx, req, segs)
+	ar.release(found)
 	if err != nil {
 		return nil, err
 	}

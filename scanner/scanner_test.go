@@ -579,7 +579,7 @@ func FuzzBodySegments(f *testing.F) {
 	f.Add([]byte("a=1&b=%41"), "application/x-www-form-urlencoded")
 	f.Add([]byte("--x\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nhi\r\n--x--\r\n"), "multipart/form-data; boundary=x")
 	f.Fuzz(func(t *testing.T, b []byte, ct string) {
-		segs := (&Scanner{}).peel(bodySegments(b, ct, nil))
+		segs := (&Scanner{}).peel(bodySegments(b, ct, nil, nil))
 		for _, g := range segs {
 			if g.depth > DefaultDecodeDepth {
 				t.Fatalf("depth %d", g.depth)

@@ -45,7 +45,7 @@ func run(args []string, out io.Writer) error {
 	inProcess := fs.Bool("inprocess", false, "run the gateways in the harness's process (no proxy CPU, no idle-tunnel memory)")
 	idle := fs.Int("idle", 2000, "idle inspected tunnels to open for the memory reading; 0: none")
 	cpuProfile := fs.String("cpuprofile", "", "write the gateways' process's CPU profile (all cases run) to `file`")
-	memProfile := fs.String("memprofile", "", "write the gateways' process's allocation profile to `file`")
+	memProfile := fs.String("memprofile", "", "write the gateways' process's allocation profile to `file`, and the heap in use with the idle tunnels open to file.idle")
 	mutexProfile := fs.String("mutexprofile", "", "write the gateways' process's lock contention profile to `file`")
 	kex := fs.String("sandbox-kex", "", "the gateways' tls.sandbox_key_exchange (`post-quantum` or classical); empty: the config's default")
 	serveDir := fs.String("serve-gateways", "", "internal: be the gateways' process for the files in `dir`")
@@ -339,7 +339,11 @@ func serveGateways(dir, cpuProfile, memProfile, mutexProfile string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := bench.ServeGateways(dir, os.Stdin, os.Stdout); err != nil {
+	heapProfile := ""
+	if memProfile != "" {
+		heapProfile = memProfile + ".idle"
+	}
+	if err := bench.ServeGateways(dir, os.Stdin, os.Stdout, heapProfile); err != nil {
 		return err
 	}
 	for _, p := range []struct{ file, name string }{{memProfile, "allocs"}, {mutexProfile, "mutex"}} {

@@ -205,7 +205,7 @@ func TestHelperServeGateways(t *testing.T) {
 	if os.Getenv(childEnv) == "" {
 		t.Skip("the gateways' process of TestGatewaysInTheirOwnProcess")
 	}
-	if err := ServeGateways(flag.Arg(flag.NArg()-1), os.Stdin, os.Stdout); err != nil {
+	if err := ServeGateways(flag.Arg(flag.NArg()-1), os.Stdin, os.Stdout, ""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -19,8 +20,10 @@ import (
 // parent closed it or died). It first writes "proxy ADDR scan ADDR" as one line to out;
 // then, for each line "free" read from in, it returns the memory it no longer uses to
 // the system, so that a reading of its RSS starts from what is live, and answers
-// "freed heap H stack S goroutines G" (bytes in use, after a collection).
-func ServeGateways(dir string, in io.Reader, out io.Writer) error {
+// "freed heap H stack S goroutines G" (bytes in use, after a collection). When
+// heapProfile is not empty, each "free" also writes the heap profile to it, so that
+// the last one holds what the idle tunnels keep alive.
+func ServeGateways(dir string, in io.Reader, out io.Writer, heapProfile string) error {
 	gw, gwScan, err := newGateways(dir)
 	if err != nil {
 		return err
@@ -42,12 +45,29 @@ func ServeGateways(dir string, in io.Reader, out io.Writer) error {
 			debug.FreeOSMemory()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
+			if heapProfile != "" {
+				if err := writeHeapProfile(heapProfile); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(out, "freed heap %d stack %d goroutines %d\n", ms.HeapInuse, ms.StackInuse, runtime.NumGoroutine())
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return errors.Join(gw.Shutdown(ctx), gwScan.Shutdown(ctx))
+}
+
+func writeHeapProfile(file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // child is the process that runs ServeGateways.
