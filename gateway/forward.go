@@ -90,12 +90,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			pr.Out.URL.Scheme = scheme
 			pr.Out.URL.Host = authority
 			pr.Out.Host = upstreamHost(r.Host, host, authority)
-			// Credentials for the gateway never travel on.
-			pr.Out.Header.Del("Proxy-Authorization")
-			pr.Out.Header.Del("Proxy-Connection")
-			pr.Out.Header.Del(ProbeHeader)
-			for _, h := range pathOverrideHeaders {
-				pr.Out.Header.Del(h)
+			// Credentials for the gateway never travel on, nor do the
+			// headers that override the path (override.go).
+			for _, h := range strippedHeaders {
+				delete(pr.Out.Header, h)
 			}
 			if ws && (g.Scanner != nil || inj.hasSwaps()) {
 				// No compression is negotiated: every frame stays readable.

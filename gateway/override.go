@@ -36,6 +36,17 @@ var overrideHeaders = []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Met
 var pathOverrideHeaders = []string{"X-Original-URL", "X-Rewrite-URL", "X-Original-URI", "X-Forwarded-Uri",
 	"X-Forwarded-Prefix", "X-Forwarded-Path", "X-Forwarded-Host", "X-Host", "X-Forwarded-Server", "Forwarded"}
 
+// strippedHeaders are removed from every request forwarded: the
+// gateway's own credentials and probe, and pathOverrideHeaders. Their
+// canonical keys, computed once: Header.Del canonicalises its key on
+// every call, ten calls a request.
+var strippedHeaders = func() (keys []string) {
+	for _, h := range append([]string{"Proxy-Authorization", "Proxy-Connection", ProbeHeader}, pathOverrideHeaders...) {
+		keys = append(keys, http.CanonicalHeaderKey(h))
+	}
+	return keys
+}()
+
 // unreadableMethod is the method a request is read as overriding with
 // when its body could not be read for _method: no entry allows it, so the
 // request is refused wherever an entry limits methods.

@@ -189,7 +189,7 @@ func reportCPU(b *testing.B, cpu time.Duration, size int) {
 // BenchmarkScanHeaders is the scan of a request without a body, as every
 // kept-alive GET through the gateway pays it: the URL and the header set of
 // a package-manager fetch and of a small API call. The canaries variant adds
-// a canary store in a directory, whose file is looked at on every scan.
+// a canary store in a directory (its generation file read on every scan).
 func BenchmarkScanHeaders(b *testing.B) {
 	sets := map[string]http.Header{
 		"package-get": {

@@ -121,6 +121,7 @@ type CanaryStore struct {
 	size    int64
 	byFP    map[string]string
 	lengths map[int]bool
+	watch   canaryWatch
 }
 
 // Issue mints a set of canaries for tenant (and run) and stores their records.
@@ -160,6 +161,10 @@ func (c *CanaryStore) Issue(tenant, run string) ([]Canary, error) {
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("scanner: canaries: %w", err)
 	}
+	// After the records: a scanner that sees the new generation reads them.
+	if err := bumpCanaryGen(c.Dir); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -188,13 +193,19 @@ func (c *CanaryStore) Records() ([]CanaryRecord, error) {
 	return out, sc.Err()
 }
 
-// refresh rereads the file when its size or time changed: a canary issued
-// a moment ago is recognised on the next scan.
+// refresh rereads the file when it changed: a canary issued a moment ago
+// is recognised on the next scan. Every scan compares the generation Issue
+// changes (canarygen.go), a memory load; the file itself is looked at when
+// the generation changed, at least every canaryStatEvery, and on every
+// scan where the generation cannot be mapped.
 func (c *CanaryStore) refresh() {
-	// Every scan looks: the look is made outside the lock, so that concurrent scans do
-	// not queue behind each other's system call (the most contended lock of the scanning
-	// gateway). The file is reread under the lock, so what it holds is never older than
-	// this look.
+	gen, ok := c.watch.unchanged(c.Dir)
+	if ok {
+		return
+	}
+	// The look is made outside the lock, so that concurrent scans do not queue
+	// behind each other's system call. The file is reread under the lock, so what
+	// it holds is never older than this look.
 	st, err := os.Stat(filepath.Join(c.Dir, CanaryFile))
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -202,14 +213,18 @@ func (c *CanaryStore) refresh() {
 		if c.byFP == nil {
 			c.byFP, c.lengths = map[string]string{}, map[int]bool{}
 		}
+		if errors.Is(err, fs.ErrNotExist) {
+			c.watch.done(gen)
+		}
 		return
 	}
 	if c.byFP != nil && st.ModTime().Equal(c.modTime) && st.Size() == c.size {
+		c.watch.done(gen)
 		return
 	}
 	recs, err := c.Records()
 	if err != nil {
-		return // keep what we had
+		return // keep what we had, and look again on the next scan
 	}
 	byFP, lengths := map[string]string{}, map[int]bool{}
 	for _, r := range recs {
@@ -217,6 +232,7 @@ func (c *CanaryStore) refresh() {
 		lengths[r.Length] = true
 	}
 	c.byFP, c.lengths, c.modTime, c.size = byFP, lengths, st.ModTime(), st.Size()
+	c.watch.done(gen)
 }
 
 // Canary implements CanarySet, with the records as of the last Lengths.

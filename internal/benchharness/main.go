@@ -44,6 +44,7 @@ func run(args []string, out io.Writer) error {
 	squidBin := fs.String("squid", "squid", "squid `binary` (built with OpenSSL) to measure with ssl-bump beside the gateway; empty or not found: no squid rows")
 	inProcess := fs.Bool("inprocess", false, "run the gateways in the harness's process (no proxy CPU, no idle-tunnel memory)")
 	idle := fs.Int("idle", 2000, "idle inspected tunnels to open for the memory reading; 0: none")
+	idleSettle := fs.Duration("idle-settle", 2*time.Second, "wait this long after opening the idle tunnels before reading the RSS (over 2m: the gateways' runtime has collected on its own)")
 	cpuProfile := fs.String("cpuprofile", "", "write the gateways' process's CPU profile (all cases run) to `file`")
 	memProfile := fs.String("memprofile", "", "write the gateways' process's allocation profile to `file`, and the heap in use with the idle tunnels open to file.idle")
 	mutexProfile := fs.String("mutexprofile", "", "write the gateways' process's lock contention profile to `file`")
@@ -170,12 +171,12 @@ func run(args []string, out io.Writer) error {
 	}
 	var idleKiB, idleCollectedKiB float64 // the gateway's, 0: not measured
 	if *idle > 0 && !*inProcess {
-		fmt.Fprintf(out, "\nidle tunnels (CONNECT, TLS handshake, one small GET, then idle; RSS of the proxy's process, %d opened first and kept):\n", 100)
+		fmt.Fprintf(out, "\nidle tunnels (CONNECT, TLS handshake, one small GET, then idle; RSS of the proxy's process %v after, %d opened first and kept):\n", *idleSettle, 100)
 		for _, v := range []bench.Via{bench.Tunnel, bench.Squid, bench.Gateway} {
 			if v == bench.Squid && opts.Squid == "" {
 				continue
 			}
-			i, err := env.IdleTunnels(v, *idle)
+			i, err := env.IdleTunnels(v, *idle, *idleSettle)
 			if err != nil {
 				return err
 			}

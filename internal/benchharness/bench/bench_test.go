@@ -244,14 +244,14 @@ func TestGatewaysInTheirOwnProcess(t *testing.T) {
 			t.Errorf("%s: proxy CPU %v", v, run.ProxyCPU)
 		}
 	}
-	i, err := e.IdleTunnels(Gateway, 20)
+	i, err := e.IdleTunnels(Gateway, 20, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if i.Before <= 0 || i.After <= 0 || i.Goroutines < 0.5 {
 		t.Fatalf("idle tunnels: %+v", i)
 	}
-	if _, err := e.IdleTunnels(Direct, 20); err == nil {
+	if _, err := e.IdleTunnels(Direct, 20, time.Second); err == nil {
 		t.Fatal("idle direct connections measured as tunnels")
 	}
 }

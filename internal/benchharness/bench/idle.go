@@ -50,8 +50,10 @@ func (i Idle) PerTunnelCollected() float64 {
 // IdleTunnels opens n tunnels via v, each through its CONNECT, TLS handshake and one
 // small GET over HTTP/1.1, and leaves them idle; it reads the proxy process's RSS
 // before (the gateways' process having returned its free memory to the system) and,
-// after a two-second settle, after them, and closes them all.
-func (e *Env) IdleTunnels(v Via, n int) (Idle, error) {
+// after settle, after them, and closes them all. The gateways' Go runtime collects
+// on its own at least every two minutes: a settle longer than that reads what an
+// idle gateway comes down to without being told to collect.
+func (e *Env) IdleTunnels(v Via, n int, settle time.Duration) (Idle, error) {
 	pid := e.proxyPID(v)
 	var err error
 	if pid == 0 {
@@ -89,7 +91,7 @@ func (e *Env) IdleTunnels(v Via, n int) (Idle, error) {
 	if err := open(n); err != nil {
 		return Idle{}, err
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(settle)
 	after, err := procRSS(pid)
 	if err != nil {
 		return Idle{}, err
