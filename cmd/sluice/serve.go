@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -272,6 +274,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *admin != "" {
 		cfg.Listen.Admin = *admin
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gateway.GCPercent)
 	}
 	s := &Server{Config: cfg, DrainTimeout: *drain, Stdout: stdout, Logger: logger}
 	if err := s.Open(); err != nil {

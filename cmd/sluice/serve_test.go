@@ -11,10 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-egress/sluice/gateway"
 )
 
 // syncBuffer collects a command's output from another goroutine.
@@ -215,5 +218,19 @@ func TestServeRefusesBrokenConfig(t *testing.T) {
 	}
 	if strings.Contains(stdout.String(), "proxy on") {
 		t.Error("serve announced a proxy although start-up failed")
+	}
+}
+
+// sluice serve runs the collector at gateway.GCPercent (an idle tunnel's
+// memory depends on it), unless GOGC says otherwise.
+func TestServeSetsGCPercent(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: serve leaves the collector as it says")
+	}
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	startDefault(t, t.TempDir())
+	if got := debug.SetGCPercent(100); got != gateway.GCPercent {
+		t.Fatalf("serve runs the collector at GOGC=%d, want %d", got, gateway.GCPercent)
 	}
 }

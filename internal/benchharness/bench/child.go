@@ -13,6 +13,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/sluice-egress/sluice/gateway"
 )
 
 // ServeGateways runs the two bench gateways from the files Start wrote into dir, in the
@@ -24,6 +26,9 @@ import (
 // heapProfile is not empty, each "free" also writes the heap profile to it, so that
 // the last one holds what the idle tunnels keep alive.
 func ServeGateways(dir string, in io.Reader, out io.Writer, heapProfile string) error {
+	if os.Getenv("GOGC") == "" { // as sluice serve does
+		debug.SetGCPercent(gateway.GCPercent)
+	}
 	gw, gwScan, err := newGateways(dir)
 	if err != nil {
 		return err

@@ -155,6 +155,8 @@ func newGateways(dir string) (gw, gwScan *gateway.Gateway, err error) {
 			// Every client is 127.0.0.1 and one tenant: the idle-tunnel measurement
 			// holds thousands of tunnels open at once.
 			Limits: gateway.Limits{MaxConnsPerClient: maxIdleTunnels + 256, MaxConnsPerTenant: maxIdleTunnels + 256},
+			// The idle tunnels must outlive the longest -idle-settle (the default is 2 minutes).
+			IdleTimeout: MaxIdleSettle + time.Minute,
 		}
 	}
 	gw = newGateway()

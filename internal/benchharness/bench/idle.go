@@ -17,6 +17,9 @@ import (
 // maxIdleTunnels bounds IdleTunnels' n (the gateways' connection limits are raised to it).
 const maxIdleTunnels = 4000
 
+// MaxIdleSettle bounds IdleTunnels' settle: the gateways keep idle tunnels a minute longer.
+const MaxIdleSettle = 5 * time.Minute
+
 // idleWarm tunnels are opened, and kept, before the first reading: pools, caches and the
 // runtime's first growth are not any one tunnel's cost.
 const idleWarm = 100
@@ -58,6 +61,9 @@ func (e *Env) IdleTunnels(v Via, n int, settle time.Duration) (Idle, error) {
 	var err error
 	if pid == 0 {
 		return Idle{}, fmt.Errorf("bench: no process of its own proxies %s (run the gateways as a child)", v)
+	}
+	if settle > MaxIdleSettle {
+		return Idle{}, fmt.Errorf("bench: settle %v: at most %v", settle, MaxIdleSettle)
 	}
 	if n < 1 || n > maxIdleTunnels {
 		return Idle{}, fmt.Errorf("bench: %d idle tunnels: want 1 to %d", n, maxIdleTunnels)
