@@ -26,18 +26,7 @@ func (a *scanArena) bytes(n int) []byte {
 	if a == nil {
 		return make([]byte, 0, n)
 	}
-	for i := a.used; i < len(a.bufs); i++ {
-		if cap(a.bufs[i]) >= n {
-			a.bufs[a.used], a.bufs[i] = a.bufs[i], a.bufs[a.used]
-			a.used++
-			return a.bufs[a.used-1][:0]
-		}
-	}
-	b := make([]byte, 0, n)
-	a.bufs = append(a.bufs, b)
-	a.bufs[a.used], a.bufs[len(a.bufs)-1] = a.bufs[len(a.bufs)-1], a.bufs[a.used]
-	a.used++
-	return b
+	return take(&a.bufs, &a.used, n)
 }
 
 // segments is an empty slice of capacity n or more. The caller overwrites
@@ -46,18 +35,24 @@ func (a *scanArena) segments(n int) []segment {
 	if a == nil {
 		return make([]segment, 0, n)
 	}
-	for i := a.usedSg; i < len(a.segs); i++ {
-		if cap(a.segs[i]) >= n {
-			a.segs[a.usedSg], a.segs[i] = a.segs[i], a.segs[a.usedSg]
-			a.usedSg++
-			return a.segs[a.usedSg-1][:0]
-		}
+	return take(&a.segs, &a.usedSg, n)
+}
+
+// take hands out one of (*all)[*used:] that holds n, or a new one, and
+// counts it used.
+func take[T any](all *[][]T, used *int, n int) []T {
+	bufs := *all
+	i := *used
+	for i < len(bufs) && cap(bufs[i]) < n {
+		i++
 	}
-	s := make([]segment, 0, n)
-	a.segs = append(a.segs, s)
-	a.segs[a.usedSg], a.segs[len(a.segs)-1] = a.segs[len(a.segs)-1], a.segs[a.usedSg]
-	a.usedSg++
-	return s
+	if i == len(bufs) {
+		bufs = append(bufs, make([]T, 0, n))
+		*all = bufs
+	}
+	bufs[*used], bufs[i] = bufs[i], bufs[*used]
+	*used++
+	return bufs[*used-1][:0]
 }
 
 // release detaches found from the arena's memory (the findings outlive

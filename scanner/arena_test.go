@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The texts of a JSON body are cut from an arena that the next scan
@@ -42,5 +43,23 @@ func TestFindingsOutliveTheArena(t *testing.T) {
 			t.Fatalf("finding %d changed after later scans: where %q -> %q, snippet %q -> %q, secret changed: %v",
 				i, before[i].where, after[i].where, before[i].snippet, after[i].snippet, before[i].secret != after[i].secret)
 		}
+	}
+}
+
+// An arena hands out again the buffers it owns that are large enough,
+// and makes a new one only when none is.
+func TestScanArenaReuses(t *testing.T) {
+	a := new(scanArena)
+	big, small := a.bytes(100), a.bytes(10)
+	a.used = 0 // as release leaves it
+	same := func(x, y []byte) bool { return unsafe.SliceData(x[:1]) == unsafe.SliceData(y[:1]) }
+	if got := a.bytes(50); !same(got, big) {
+		t.Fatal("a 50-byte buffer was not cut from the arena's 100-byte one")
+	}
+	if got := a.bytes(10); !same(got, small) {
+		t.Fatal("a 10-byte buffer was not cut from the arena's 10-byte one")
+	}
+	if got := a.bytes(200); cap(got) < 200 || len(a.bufs) != 3 {
+		t.Fatalf("a buffer larger than any held: cap %d, %d buffers held, want a new one of 200 and 3", cap(got), len(a.bufs))
 	}
 }
