@@ -1,6 +1,9 @@
 package scanner
 
-import "sync"
+import (
+	"math/bits"
+	"sync"
+)
 
 // keywordSet finds every occurrence of a set of keywords in one pass over a
 // text, ASCII case-insensitively, as gitleaks' prefilter does on a
@@ -116,7 +119,10 @@ func newKeywordSet(kws []string) (*keywordSet, bool) {
 			}
 		}
 	}
-	k.next = make([]uint32, len(next))
+	// A power of two long, so that the walks' index, masked, is in bounds
+	// without a check per byte; the padding is never reached (every row
+	// offset plus a class is an index of the table proper).
+	k.next = make([]uint32, 1<<bits.Len(uint(len(next)-1)))
 	for i, t := range next {
 		k.next[i] = uint32(t * k.nclass)
 		if len(k.out[t]) > 0 {
@@ -148,15 +154,17 @@ func (k *keywordSet) each(t string, fn func(start, id int)) {
 		ends[s] = ends[s][:0]
 	}
 	next, class := k.next, &k.class
+	_ = next[0]
+	last := len(next) - 1 // a mask: len(next) is a power of two (newKeywordSet)
 	// Stream s reads t[s*c-warm:], stream 0 t[0:]; all read n bytes in step.
 	n := c
-	t0, t1, t2, t3 := t[0:n], t[c-warm:c-warm+n], t[2*c-warm:2*c-warm+n], t[3*c-warm:3*c-warm+n]
+	t0, t1, t2, t3 := t[:n], t[c-warm:][:n], t[2*c-warm:][:n], t[3*c-warm:][:n]
 	var r0, r1, r2, r3 uint32
 	for i := 0; i < n; i++ {
-		v0 := next[r0+uint32(class[t0[i]])]
-		v1 := next[r1+uint32(class[t1[i]])]
-		v2 := next[r2+uint32(class[t2[i]])]
-		v3 := next[r3+uint32(class[t3[i]])]
+		v0 := next[(int(r0)+int(class[t0[i]]))&last]
+		v1 := next[(int(r1)+int(class[t1[i]]))&last]
+		v2 := next[(int(r2)+int(class[t2[i]]))&last]
+		v3 := next[(int(r3)+int(class[t3[i]]))&last]
 		r0, r1, r2, r3 = v0&^termBit, v1&^termBit, v2&^termBit, v3&^termBit
 		if (v0|v1|v2|v3)&termBit != 0 {
 			if v0&termBit != 0 {
@@ -187,9 +195,11 @@ func (k *keywordSet) each(t string, fn func(start, id int)) {
 // each1 is each in one stream, for short texts.
 func (k *keywordSet) each1(t string, fn func(start, id int)) {
 	next, class := k.next, &k.class
+	_ = next[0]
+	last := len(next) - 1 // a mask, as in each
 	row := uint32(0)
 	for i := 0; i < len(t); i++ {
-		v := next[row+uint32(class[t[i]])]
+		v := next[(int(row)+int(class[t[i]]))&last]
 		row = v &^ termBit
 		if v&termBit != 0 {
 			for _, id := range k.out[int(row)/k.nclass] {
@@ -211,8 +221,10 @@ var endsPool = sync.Pool{New: func() any { return new([interleave][]uint64) }}
 // where it enters a state where keywords end (position<<32 | row).
 func (k *keywordSet) walk(t string, from, to int, row uint32, ends []uint64) []uint64 {
 	next, class := k.next, &k.class
+	_ = next[0]
+	last := len(next) - 1 // a mask, as in each
 	for i := from; i < to; i++ {
-		v := next[row+uint32(class[t[i]])]
+		v := next[(int(row)+int(class[t[i]]))&last]
 		row = v &^ termBit
 		if v&termBit != 0 {
 			ends = append(ends, uint64(i)<<32|uint64(row))

@@ -16,6 +16,10 @@ func TestKeywordSetStreams(t *testing.T) {
 	if !ok {
 		t.Fatal("newKeywordSet failed")
 	}
+	// The walks mask their index with len(next)-1 instead of checking it.
+	if n := len(k.next); n&(n-1) != 0 || n < len(k.out)*k.nclass {
+		t.Fatalf("table of %d entries for %d states of %d classes: want a power of two that holds them", n, len(k.out), k.nclass)
+	}
 	r := rand.New(rand.NewPCG(41, 43))
 	parts := append([]string{" ", "the ", "KEY", "Se", "cret", "a", "aaaaaaaaaaaaaaaa", "\n", "x"}, kws...)
 	for n := 0; n < 300; n++ {
