@@ -19,18 +19,17 @@ func scanFeatureMasks(s string) featureMarks {
 	m := maskScan{s: s, wr: wordRun{s: s, set: bip39Words39()}}
 	blocks := len(s)/64 + 1
 	// Each block needs the classes of the blocks on either side (a mark
-	// spans a few bytes): buf holds a batch and the block after it.
-	var buf [maskBatch + 1]blockMasks
-	var prev blockMasks // before the text: no class
-	classifyBlocks(s, 0, buf[:1])
+	// spans a few bytes): buf holds the block before a batch (none before
+	// the text), the batch, and the block after it.
+	var buf [maskBatch + 2]blockMasks
+	classifyBlocks(s, 0, buf[1:2])
 	for b := 0; b < blocks; {
 		n := min(maskBatch, blocks-b)
-		classifyBlocks(s, b+1, buf[1:n+1])
+		classifyBlocks(s, b+1, buf[2:n+2])
 		for k := range n {
-			m.block((b+k)*64, &prev, &buf[k], &buf[k+1])
-			prev = buf[k]
+			m.block((b+k)*64, &buf[k], &buf[k+1], &buf[k+2])
 		}
-		buf[0] = buf[n]
+		buf[0], buf[1] = buf[n], buf[n+1]
 		b += n
 	}
 	f := m.f
@@ -170,14 +169,17 @@ func (m *maskScan) cardDigits(c *blockMasks) {
 // marks looks for the specific marks where the classes of the bytes
 // around fit them, and reads the bytes only there.
 func (m *maskScan) marks(base int, p, c, n *blockMasks) {
+	if c.upper|c.digit|c.under|c.dash|c.dot|c.pct == 0 {
+		return // every mark starts or ends with one of these
+	}
 	s, f := m.s, m.f
 	letter, pLetter, nLetter := c.lower|c.upper, p.lower|p.upper, n.lower|n.upper
 	// Two capitals and two digits.
-	if f&fIBAN == 0 && c.upper&after(c.upper, n.upper, 1)&after(c.digit, n.digit, 2)&after(c.digit, n.digit, 3) != 0 {
+	if f&fIBAN == 0 && c.upper != 0 && c.upper&after(c.upper, n.upper, 1)&after(c.digit, n.digit, 2)&after(c.digit, n.digit, 3) != 0 {
 		f |= fIBAN
 	}
 	// eyJ: a capital after two lower-case letters.
-	if f&fJWT == 0 {
+	if f&fJWT == 0 && c.upper != 0 {
 		for x := c.upper & before(c.lower, p.lower, 1) & before(c.lower, p.lower, 2); x != 0; x &= x - 1 {
 			if i := base + bits.TrailingZeros64(x); s[i] == 'J' && s[i-2] == 'e' && s[i-1] == 'y' {
 				f |= fJWT
@@ -186,7 +188,7 @@ func (m *maskScan) marks(base int, p, c, n *blockMasks) {
 		}
 	}
 	// 0x: a digit before a letter.
-	if f&fEth == 0 {
+	if f&fEth == 0 && c.digit != 0 {
 		for x := c.digit & after(letter, nLetter, 1); x != 0; x &= x - 1 {
 			if i := base + bits.TrailingZeros64(x); s[i] == '0' && s[i+1]|0x20 == 'x' {
 				f |= fEth
@@ -195,7 +197,7 @@ func (m *maskScan) marks(base int, p, c, n *blockMasks) {
 		}
 	}
 	// bc1, tb1: a digit after two letters.
-	if f&fBech32 == 0 {
+	if f&fBech32 == 0 && c.digit != 0 {
 		for x := c.digit & before(letter, pLetter, 1) & before(letter, pLetter, 2); x != 0; x &= x - 1 {
 			if i := base + bits.TrailingZeros64(x); s[i] == '1' && (s[i-2]|0x20 == 'b' && s[i-1]|0x20 == 'c' || s[i-2]|0x20 == 't' && s[i-1]|0x20 == 'b') {
 				f |= fBech32
@@ -205,7 +207,7 @@ func (m *maskScan) marks(base int, p, c, n *blockMasks) {
 	}
 	// Delimited hex: a digit, then hex, delimiter, hex, hex, delimiter,
 	// hex, hex; hex bytes are letters or digits, a delimiter neither.
-	if f&fDelimHex == 0 {
+	if f&fDelimHex == 0 && c.digit != 0 {
 		a, na := letter|c.digit, nLetter|n.digit
 		x := c.digit & after(a, na, 1) &^ after(a, na, 2) & after(a, na, 3) & after(a, na, 4) &^
 			after(a, na, 5) & after(a, na, 6) & after(a, na, 7)
@@ -215,11 +217,11 @@ func (m *maskScan) marks(base int, p, c, n *blockMasks) {
 			}
 		}
 	}
-	if f&fKeyShape == 0 {
+	if f&fKeyShape == 0 && c.under|c.dash|c.dot != 0 {
 		f |= m.keyShape(base, p, c)
 	}
 	// %2525: a % before four digits.
-	if f&fPercent == 0 {
+	if f&fPercent == 0 && c.pct != 0 {
 		for x := c.pct & after(c.digit, n.digit, 1) & after(c.digit, n.digit, 2) & after(c.digit, n.digit, 3) & after(c.digit, n.digit, 4); x != 0; x &= x - 1 {
 			if i := base + bits.TrailingZeros64(x); i+4 < len(s) && s[i+1:i+5] == "2525" {
 				f |= fPercent
@@ -320,6 +322,18 @@ func (m *maskScan) words(base int, p, c *blockMasks) {
 	x := chain
 	if d := m.read - base; d >= 0 {
 		x &^= 2<<d - 1 // resolve read the words up to m.read
+	}
+	// Most often no chain can reach minPhraseWords here: the block has
+	// fewer words, and the chain from the block before with those up to
+	// the first start is short too.
+	starts = x & chainStarts
+	if n := bits.OnesCount64(x); n < minPhraseWords && m.pend+bits.OnesCount64(x&(starts&-starts-1)) < minPhraseWords {
+		if starts == 0 {
+			m.pend += n
+		} else {
+			m.pend = bits.OnesCount64(x >> (63 - bits.LeadingZeros64(starts)))
+		}
+		return
 	}
 	for x != 0 {
 		low := x & -x
