@@ -8,8 +8,8 @@ import (
 // scanFeatureMasks is scanFeatureBytes driven by the classes of 64 bytes
 // at a time (blockMasks): the counters of the byte loop are kept per
 // block with a few mask operations, the marks are looked at only where
-// the classes of the bytes around them fit, and the wordlist words are
-// looked up word by word, not byte by byte.
+// the classes of the bytes around them fit, and wordlist words are looked
+// up only in runs of words long enough to hold a phrase (words).
 //
 // A block's bytes past the end of s are zeros, which belong to no class:
 // to the counters, a zero at len(s) ends the text as the byte loop ends it
