@@ -15,17 +15,21 @@ import (
 // to the counters, a zero at len(s) ends the text as the byte loop ends it
 // (a byte that ends every word and run), and the bytes after it change
 // nothing. So len(s) is always inside the last block.
-func scanFeatureMasks(s string) featureMarks {
+func scanFeatureMasks(s string) featureMarks { return scanMasks(s, false) }
+
+// scanMasks is scanFeatureMasks, with the classes from featureMasksGo
+// when inGo: the tests take both.
+func scanMasks(s string, inGo bool) featureMarks {
 	m := maskScan{s: s, wr: wordRun{s: s, set: bip39Words39()}}
 	blocks := len(s)/64 + 1
 	// Each block needs the classes of the blocks on either side (a mark
 	// spans a few bytes): buf holds the block before a batch (none before
 	// the text), the batch, and the block after it.
 	var buf [maskBatch + 2]blockMasks
-	classifyBlocks(s, 0, buf[1:2])
+	classifyBlocks(s, 0, buf[1:2], inGo)
 	for b := 0; b < blocks; {
 		n := min(maskBatch, blocks-b)
-		classifyBlocks(s, b+1, buf[2:n+2])
+		classifyBlocks(s, b+1, buf[2:n+2], inGo)
 		for k := range n {
 			m.block((b+k)*64, &buf[k], &buf[k+1], &buf[k+2])
 		}
@@ -60,10 +64,19 @@ type blockMasks struct {
 
 // classifyBlocks fills out with the classes of the blocks of s from first
 // on; the last block is padded with zeros, and blocks past it are empty.
-func classifyBlocks(s string, first int, out []blockMasks) {
+func classifyBlocks(s string, first int, out []blockMasks, inGo bool) {
+	classify := func(p *byte, blocks int, out *blockMasks) {
+		// Called, not chosen as a func value: what a func value is handed
+		// escapes to the heap.
+		if inGo {
+			featureMasksGo(p, blocks, out)
+		} else {
+			featureMasks(p, blocks, out)
+		}
+	}
 	full := max(0, min(len(out), len(s)/64-first))
 	if full > 0 {
-		featureMasks(unsafe.StringData(s[first*64:]), full, &out[0])
+		classify(unsafe.StringData(s[first*64:]), full, &out[0])
 	}
 	for j := full; j < len(out); j++ {
 		start := (first + j) * 64
@@ -73,7 +86,7 @@ func classifyBlocks(s string, first int, out []blockMasks) {
 		}
 		var tail [64]byte
 		copy(tail[:], s[start:])
-		featureMasks(&tail[0], 1, &out[j])
+		classify(&tail[0], 1, &out[j])
 	}
 }
 

@@ -35,20 +35,11 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 }
 
 // featureScanners are scanFeatures' ways: the byte loop, and the block
-// classes with the assembly (where the CPU has it) and in Go.
-func featureScanners() map[string]func(string) featureMarks {
-	ways := map[string]func(string) featureMarks{
-		"bytes": scanFeatureBytes,
-		"masks/go": func(s string) featureMarks {
-			defer func(asm bool) { featureMasksAsm = asm }(featureMasksAsm)
-			featureMasksAsm = false
-			return scanFeatureMasks(s)
-		},
-	}
-	if featureMasksAsm {
-		ways["masks/asm"] = scanFeatureMasks
-	}
-	return ways
+// classes in Go and as this CPU has them (the assembly where it can).
+var featureScanners = map[string]func(string) featureMarks{
+	"bytes":    scanFeatureBytes,
+	"masks/go": func(s string) featureMarks { return scanMasks(s, true) },
+	"masks":    scanFeatureMasks,
 }
 
 // checkFeatureScan fails when a way of scanFeatures differs from the
@@ -57,7 +48,7 @@ func checkFeatureScan(t *testing.T, text string) {
 	t.Helper()
 	wf, wspans := featureScanRef(text)
 	wantWords := base58Words(text)
-	for name, scan := range featureScanners() {
+	for name, scan := range featureScanners {
 		m := scan(text)
 		if m.f != wf || !slices.Equal(m.phrases, wspans) {
 			t.Fatalf("%s %q: got %b %v, want %b %v", name, text, m.f, m.phrases, wf, wspans)
@@ -89,6 +80,20 @@ func TestFeatureScanBlocks(t *testing.T) {
 				checkFeatureScan(t, text+sep)
 				checkFeatureScan(t, text+strings.Repeat("x", pre%5)+"!")
 			}
+		}
+	}
+}
+
+// TestFeatureScanAllocs: the scan allocates only what it returns, so a
+// text without phrases or base58 words costs no allocation, however long.
+func TestFeatureScanAllocs(t *testing.T) {
+	text := strings.Repeat("the agent reads the file, and 4111 DE89 eyJ %25 writes\n", 200)
+	for name, scan := range featureScanners {
+		if m := scan(text); len(m.phrases)+len(m.words58) > 0 {
+			t.Fatalf("%s: the text has phrases or base58 words: %v %v", name, m.phrases, m.words58)
+		}
+		if n := testing.AllocsPerRun(10, func() { scan(text) }); n != 0 {
+			t.Errorf("%s: %v allocations", name, n)
 		}
 	}
 }
