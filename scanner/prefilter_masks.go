@@ -339,12 +339,12 @@ func (m *maskScan) words(base int, p, c *blockMasks) {
 	// Most often no chain can reach minPhraseWords here: the block has
 	// fewer words, and the chain from the block before with those up to
 	// the first start is short too.
-	starts = x & chainStarts
-	if n := bits.OnesCount64(x); n < minPhraseWords && m.pend+bits.OnesCount64(x&(starts&-starts-1)) < minPhraseWords {
-		if starts == 0 {
+	begins := x & chainStarts
+	if n := bits.OnesCount64(x); n < minPhraseWords && m.pend+bits.OnesCount64(x&(begins&-begins-1)) < minPhraseWords {
+		if begins == 0 {
 			m.pend += n
-		} else {
-			m.pend = bits.OnesCount64(x >> (63 - bits.LeadingZeros64(starts)))
+		} else { // the words from the last start on
+			m.pend = bits.OnesCount64(x >> (63 - bits.LeadingZeros64(begins)))
 		}
 		return
 	}
@@ -392,8 +392,9 @@ func (m *maskScan) resolve(end int) {
 		for e = start; e > 0 && byteClass[s[e-1]] == clSpace; e-- {
 		}
 	}
-	run, last := minPhraseWords, end
-	cut := len(s)
+	// The run goes on over white space and candidates; the first other
+	// byte cuts it, or the end of the first other word.
+	run, last, cut := minPhraseWords, end, 0
 	for i := last; ; {
 		for i < len(s) && byteClass[s[i]] == clSpace {
 			i++
