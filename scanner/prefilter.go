@@ -82,7 +82,7 @@ func scanFeatures(s string) featureMarks {
 
 // featureMasksMin is the shortest text worth the block classes: below it,
 // setting up the blocks costs more than the byte loop.
-var featureMasksMin = 64
+const featureMasksMin = 64
 
 // scanFeatureBytes is scanFeatures byte by byte.
 //
