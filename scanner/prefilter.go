@@ -70,12 +70,28 @@ func featureScan(s string) (f uint32, phrases [][2]int) {
 
 // scanFeatures is featureScan, and the base58 words.
 //
+// Where the CPU classifies 64 bytes at once (featureMasks), it drives the
+// scan from those classes (scanFeatureMasks); a short text, or a CPU
+// without the instructions, takes the byte loop. Both give the same marks.
+func scanFeatures(s string) featureMarks {
+	if useFeatureMasks && len(s) >= featureMasksMin {
+		return scanFeatureMasks(s)
+	}
+	return scanFeatureBytes(s)
+}
+
+// featureMasksMin is the shortest text worth the block classes: below it,
+// setting up the blocks costs more than the byte loop.
+const featureMasksMin = 64
+
+// scanFeatureBytes is scanFeatures byte by byte.
+//
 // It is the scanner's per-byte pass for the own detectors, so its common
 // bytes take short paths: a run of lower-case letters is found eight bytes
 // at a time, and what a word needs checking for (base58 digits, wordlist
 // words) is checked only when the word or run it belongs to is long
 // enough to matter, which in prose is rare.
-func scanFeatures(s string) featureMarks {
+func scanFeatureBytes(s string) featureMarks {
 	var f uint32
 	// The counters of the loop are its own locals (no closure shares them),
 	// so that they stay in registers; the wordlist run, touched once a

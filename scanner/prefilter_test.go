@@ -22,18 +22,11 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 		for k := r.IntN(16); k > 0; k-- {
 			b.WriteString(parts[r.IntN(len(parts))])
 		}
-		text := b.String()
-		f, spans := featureScan(text)
-		wf, wspans := featureScanRef(text)
-		if f != wf || !slices.Equal(spans, wspans) {
-			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
-		}
-		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
-			t.Fatalf("%q: encoded runs without fB64Run", text)
-		}
-		if got, want := scanFeatures(text).words58, base58Words(text); !slices.Equal(got, want) {
-			t.Fatalf("%q: base58 words %v, want %v", text, got, want)
-		}
+		// Behind 0 to 63 bytes of filler, runs and marks fall on every
+		// place of a block and straddle blocks.
+		text := strings.Repeat("x", r.IntN(64)) + b.String()
+		checkFeatureScan(t, text)
+		_, spans := featureScanRef(text)
 		phrases += len(spans)
 	}
 	if phrases < 100 {
@@ -41,22 +34,77 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 	}
 }
 
+// featureScanners are scanFeatures' ways: the byte loop, and the block
+// classes in Go and as this CPU has them (the assembly where it can).
+var featureScanners = map[string]func(string) featureMarks{
+	"bytes":    scanFeatureBytes,
+	"masks/go": func(s string) featureMarks { return scanMasks(s, true) },
+	"masks":    scanFeatureMasks,
+}
+
+// checkFeatureScan fails when a way of scanFeatures differs from the
+// reference on text, or misses what the detectors after it find.
+func checkFeatureScan(t *testing.T, text string) {
+	t.Helper()
+	wf, wspans := featureScanRef(text)
+	wantWords := base58Words(text)
+	for name, scan := range featureScanners {
+		m := scan(text)
+		if m.f != wf || !slices.Equal(m.phrases, wspans) {
+			t.Fatalf("%s %q: got %b %v, want %b %v", name, text, m.f, m.phrases, wf, wspans)
+		}
+		if !slices.Equal(m.words58, wantWords) {
+			t.Fatalf("%s %q: base58 words %v, want %v", name, text, m.words58, wantWords)
+		}
+	}
+	if wf&fB64Run == 0 && len(encodedRuns(text)) > 0 {
+		t.Fatalf("%q: encoded runs without fB64Run", text)
+	}
+}
+
+// TestFeatureScanBlocks: the block classes meet marks and runs at and
+// across the edges of blocks, and at the text's end, in texts of every
+// length around the edges.
+func TestFeatureScanBlocks(t *testing.T) {
+	m := fakeMnemonic(12)
+	marks := []string{"4111 1111 1111 1111", "4111-1111-1111-1111", "DE89", "1BoatSLRHtKNngkdXEeobR76b6LR", "ghp_", "gh_", "k_", "sk-",
+		"glpat-", "xoxb-", "eyJ", "0x", "0X", "bc1", "TB1", "de:ad:be:ef:00:11", "ab-cd-ef", "=", ":", "%2525", "SG.",
+		strings.Repeat("a", 16), strings.Repeat("Q", 64), strings.Repeat("7", 26), strings.Repeat("9xKm", 28), strings.Repeat("9xKm", 29),
+		"123456" + strings.Repeat(" ", 70) + "1234567", "123456" + strings.Repeat("- ", 70) + "123456", strings.Repeat("-", 64) + "1234567890123",
+		m, m + " zoo", "zoo " + m, m + ".", m + "1", m + " Zoo", m + " é", "é " + m, "\t" + m + "\n"}
+	for _, mark := range marks {
+		for _, sep := range []string{" ", ".", "é", "\n"} {
+			for pre := range 130 {
+				text := strings.Repeat("q", pre%7) + strings.Repeat(sep, pre/7) + mark
+				checkFeatureScan(t, text)
+				checkFeatureScan(t, text+sep)
+				checkFeatureScan(t, text+strings.Repeat("x", pre%5)+"!")
+			}
+		}
+	}
+}
+
+// TestFeatureScanAllocs: the scan allocates only what it returns, so a
+// text without phrases or base58 words costs no allocation, however long.
+func TestFeatureScanAllocs(t *testing.T) {
+	text := strings.Repeat("the agent reads the file, and 4111 DE89 eyJ %25 writes\n", 200)
+	for name, scan := range featureScanners {
+		if m := scan(text); len(m.phrases)+len(m.words58) > 0 {
+			t.Fatalf("%s: the text has phrases or base58 words: %v %v", name, m.phrases, m.words58)
+		}
+		if n := testing.AllocsPerRun(10, func() { scan(text) }); n != 0 {
+			t.Errorf("%s: %v allocations", name, n)
+		}
+	}
+}
+
 func FuzzFeatureScan(f *testing.F) {
 	f.Add("the key is 4111 1111 1111 1111 and " + fakeMnemonic(12))
 	f.Add("eyJ ghp_ SG. %2525 de:ad:be:ef:00:11 DE89 0x bc1 é")
 	f.Add("token=c2VjcmV0LXZhbHVlLWhlcmU= 414243444546474849505152535455565758")
+	f.Add(strings.Repeat("zoo ", 12) + "wrong\tabandon " + fakeMnemonic(15) + "é")
 	f.Fuzz(func(t *testing.T, text string) {
-		f, spans := featureScan(text)
-		wf, wspans := featureScanRef(text)
-		if f != wf || !slices.Equal(spans, wspans) {
-			t.Fatalf("%q: got %b %v, want %b %v", text, f, spans, wf, wspans)
-		}
-		if f&fB64Run == 0 && len(encodedRuns(text)) > 0 {
-			t.Fatalf("%q: encoded runs without fB64Run", text)
-		}
-		if got, want := scanFeatures(text).words58, base58Words(text); !slices.Equal(got, want) {
-			t.Fatalf("%q: base58 words %v, want %v", text, got, want)
-		}
+		checkFeatureScan(t, text)
 	})
 }
 
