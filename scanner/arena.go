@@ -73,7 +73,9 @@ func (a *scanArena) release(found []Finding) {
 	scanArenas.Put(a)
 }
 
-// detach copies the finding's strings, which may share a text's memory.
+// detach copies the finding's strings, which may share a text's memory
+// (Where too, though safeWhere rebuilds it on the way out of Scan: a
+// finding must not depend on that).
 func (f *Finding) detach() {
 	f.Where = strings.Clone(f.Where)
 	f.Decoding = strings.Clone(f.Decoding)

@@ -163,7 +163,8 @@ func (c *CanaryStore) Issue(tenant, run string) ([]Canary, error) {
 	}
 	// After the records: a scanner that sees the new generation reads them.
 	if err := bumpCanaryGen(c.Dir); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (the records were written: a running gateway knows them within %v, not at its next scan; fix %s's permissions before issuing more)",
+			err, canaryStatEvery, CanaryGenFile)
 	}
 	return out, nil
 }
@@ -195,14 +196,14 @@ func (c *CanaryStore) Records() ([]CanaryRecord, error) {
 
 // refresh rereads the file when it changed: a canary issued a moment ago
 // is recognised on the next scan. Every scan compares the generation Issue
-// changes (canarygen.go), a memory load; the file itself is looked at when
-// the generation changed, at least every canaryStatEvery, and on every
-// scan where the generation cannot be mapped.
+// changes (canarygen.go), a memory load; the files themselves are looked
+// at when the generation changed, at least every canaryStatEvery, and on
+// every scan where the generation cannot be mapped.
 func (c *CanaryStore) refresh() {
-	gen, ok := c.watch.unchanged(c.Dir)
-	if ok {
+	if c.watch.unchanged() {
 		return
 	}
+	gen := c.watch.follow(c.Dir)
 	// The look is made outside the lock, so that concurrent scans do not queue
 	// behind each other's system call. The file is reread under the lock, so what
 	// it holds is never older than this look.

@@ -112,16 +112,58 @@ func TestCanaryGenerationTruncated(t *testing.T) {
 	canaryStatEvery = time.Hour
 	f := newCanaryFixture(t)
 	f.seen("nothing") // maps the generation file
-	if f.store.watch.gen == nil {
+	if f.store.watch.gen.Load() == nil {
 		t.Skip("the generation file cannot be mapped here")
 	}
 	if err := os.Truncate(filepath.Join(f.dir, CanaryGenFile), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.store.watch.gen.load(); ok {
+	if _, ok := f.store.watch.gen.Load().load(); ok {
 		t.Fatal("a read past the truncated file's end reported a generation")
 	}
 	if hand := f.appendByHand(); !f.seen(hand) {
 		t.Fatal("with the generation unreadable, the scan did not look at the canary file")
+	}
+}
+
+// A generation file deleted or replaced under a running gateway (a
+// restore, a rename over it) is followed: the canaries issued after are
+// recognised, within canaryStatEvery at most (the time a look takes to
+// come round), and from then on at the next scan again.
+func TestCanaryGenerationFileReplaced(t *testing.T) {
+	defer func(d time.Duration) { canaryStatEvery = d }(canaryStatEvery)
+	genFile := func(dir string) string { return filepath.Join(dir, CanaryGenFile) }
+	for name, swap := range map[string]func(dir string) error{
+		"deleted": func(dir string) error { return os.Remove(genFile(dir)) },
+		"renamed over": func(dir string) error {
+			if err := os.WriteFile(genFile(dir)+".tmp", make([]byte, 8), 0o600); err != nil {
+				return err
+			}
+			return os.Rename(genFile(dir)+".tmp", genFile(dir))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			canaryStatEvery = 20 * time.Millisecond
+			f := newCanaryFixture(t)
+			f.issue()
+			f.seen("nothing") // maps the generation file
+			if err := swap(f.dir); err != nil {
+				t.Fatal(err)
+			}
+			v := f.issue()
+			for deadline := time.Now().Add(5 * time.Second); !f.seen(v); {
+				if time.Now().After(deadline) {
+					t.Fatal("a canary issued after the generation file was " + name + " was not recognised within 5 s")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			// Following the new file, the next scan after Issue knows the
+			// next canary again, however long the look's period.
+			canaryStatEvery = time.Hour
+			f.seen("nothing")
+			if next := f.issue(); !f.seen(next) {
+				t.Fatal("after following the new generation file, a canary issued was not recognised by the next scan")
+			}
+		})
 	}
 }

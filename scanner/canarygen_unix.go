@@ -18,12 +18,13 @@ func mapCanaryGen(dir string) *canaryGen {
 	defer f.Close()
 	// Truncate, not write: it extends a short file with zeros and keeps the
 	// bytes an issuer wrote meanwhile.
-	if st, err := f.Stat(); err != nil || st.Size() < 8 && f.Truncate(8) != nil {
+	st, err := f.Stat()
+	if err != nil || st.Size() < 8 && f.Truncate(8) != nil {
 		return nil
 	}
 	b, err := syscall.Mmap(int(f.Fd()), 0, 8, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil
 	}
-	return &canaryGen{b: b}
+	return &canaryGen{b: b, info: st}
 }
