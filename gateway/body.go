@@ -108,11 +108,6 @@ func (g *Gateway) scanLimits() (limit int64, forwardOversize bool) {
 	return limit, g.ForwardOversize
 }
 
-func (g *Gateway) bodyLimit() int64 {
-	limit, _ := g.scanLimits()
-	return limit
-}
-
 // rawBodyLimit is ScanBodyLimit as set, zero included.
 func (g *Gateway) rawBodyLimit() int64 {
 	g.mu.Lock()

@@ -39,19 +39,20 @@ GLOBL spaceTable<>(SB), RODATA|NOPTR, $32
 	VPMOVMSKB Y, AX; \
 	MOVL AX, off(DI)
 
+// RANGE sets in Y each byte of Y0 that is in a range, add and below
+// being its constants (see lowerAdd), and stores its mask at off(DI).
+#define RANGE(add, below, Y, off) \
+	VPADDB add, Y0, Y; \
+	VPCMPGTB Y, below, Y; \
+	MASK(Y, off)
+
 // HALF classifies the 32 bytes at in(SI) into the halves at h(DI) (0 or
 // 4) of the fields of blockMasks, whose offsets these are.
 #define HALF(in, h) \
 	VMOVDQU in(SI), Y0; \
-	VPADDB Y15, Y0, Y1; \
-	VPCMPGTB Y1, Y12, Y1; \
-	MASK(Y1, h+0); \
-	VPADDB Y14, Y0, Y2; \
-	VPCMPGTB Y2, Y12, Y2; \
-	MASK(Y2, h+8); \
-	VPADDB Y13, Y0, Y3; \
-	VPCMPGTB Y3, Y11, Y3; \
-	MASK(Y3, h+16); \
+	RANGE(Y15, Y12, Y1, h+0); \
+	RANGE(Y14, Y12, Y2, h+8); \
+	RANGE(Y13, Y11, Y3, h+16); \
 	VPSHUFB Y0, Y10, Y4; \
 	VPCMPEQB Y0, Y4, Y4; \
 	MASK(Y4, h+24); \
