@@ -85,13 +85,18 @@ func (g *Gateway) PolicyChanged() int {
 	return g.closeTunnels(func(t *tunnel) bool { return g.Policy.Decide(t.query).Action != t.action })
 }
 
-// CloseRun closes every tunnel opened with the run's token (the run ended).
+// CloseRun closes every tunnel opened with the run's token (the run ended),
+// then lets the run's held refusals go. In that order: a held CONNECT,
+// released, answers in a refusal tunnel of its own, which a close after
+// the release could end before the client reads why (the order raced, and
+// TestHoldDeniedTimeoutReleased failed once in CI).
 func (g *Gateway) CloseRun(runID string) int {
 	if runID == "" {
 		return 0
 	}
+	n := g.closeTunnels(func(t *tunnel) bool { return t.query.Identity.Run == runID })
 	g.releaseHolds(func(id rules.Identity) bool { return id.Run == runID }, errHoldReleased)
-	return g.closeTunnels(func(t *tunnel) bool { return t.query.Identity.Run == runID })
+	return n
 }
 
 func (g *Gateway) closeTunnels(match func(*tunnel) bool) int {
