@@ -98,7 +98,7 @@ func (g *Gateway) bodyReadTimeout() time.Duration {
 // lets the heap grow to twice what is live before it collects: with
 // thousands of idle tunnels, what opening them left behind (handshake
 // buffers, the buffers net/http pools when a tunnel parks) then stays
-// resident. At 50 the bench measured 25 to 29 KiB of RSS per idle inspected
+// resident. At 50 the bench measured 25 to 31 KiB of RSS per idle inspected
 // tunnel instead of 37 KiB; the CPU per request moved within the bench's
 // noise (the collector is about 4% of a busy gateway's CPU profile).
 const GCPercent = 50
