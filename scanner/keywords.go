@@ -154,42 +154,60 @@ func (k *keywordSet) each(t string, fn func(start, id int)) {
 		ends[s] = ends[s][:0]
 	}
 	next, class := k.next, &k.class
-	_ = next[0]
-	last := len(next) - 1 // a mask: len(next) is a power of two (newKeywordSet)
 	// Stream s reads t[s*c-warm:], stream 0 t[0:]; all read n bytes in step.
 	n := c
 	t0, t1, t2, t3 := t[:n], t[c-warm:][:n], t[2*c-warm:][:n], t[3*c-warm:][:n]
-	var r0, r1, r2, r3 uint32
+	var r [interleave]uint32
 	for i := 0; i < n; i++ {
-		v0 := next[(int(r0)+int(class[t0[i]]))&last]
-		v1 := next[(int(r1)+int(class[t1[i]]))&last]
-		v2 := next[(int(r2)+int(class[t2[i]]))&last]
-		v3 := next[(int(r3)+int(class[t3[i]]))&last]
-		r0, r1, r2, r3 = v0&^termBit, v1&^termBit, v2&^termBit, v3&^termBit
-		if (v0|v1|v2|v3)&termBit != 0 {
-			if v0&termBit != 0 {
-				ends[0] = append(ends[0], uint64(i)<<32|uint64(r0))
-			}
-			// The others' first warm bytes end in the stream before's quarter.
-			if v1&termBit != 0 && i >= warm {
-				ends[1] = append(ends[1], uint64(c-warm+i)<<32|uint64(r1))
-			}
-			if v2&termBit != 0 && i >= warm {
-				ends[2] = append(ends[2], uint64(2*c-warm+i)<<32|uint64(r2))
-			}
-			if v3&termBit != 0 && i >= warm {
-				ends[3] = append(ends[3], uint64(3*c-warm+i)<<32|uint64(r3))
+		i = walk4(next, class, t0, t1, t2, t3, i, &r)
+		if i == n {
+			break
+		}
+		v := r
+		for s := range r {
+			r[s] &^= termBit
+		}
+		if v[0]&termBit != 0 {
+			ends[0] = append(ends[0], uint64(i)<<32|uint64(r[0]))
+		}
+		// The others' first warm bytes end in the stream before's quarter.
+		for s := 1; s < interleave; s++ {
+			if v[s]&termBit != 0 && i >= warm {
+				ends[s] = append(ends[s], uint64(s*c-warm+i)<<32|uint64(r[s]))
 			}
 		}
 	}
 	// Streams 1 to 3 are warm bytes short of their quarters' ends (the
 	// last quarter takes the rest of t).
-	ends[1] = k.walk(t, 2*c-warm, 2*c, r1, ends[1])
-	ends[2] = k.walk(t, 3*c-warm, 3*c, r2, ends[2])
-	ends[3] = k.walk(t, 4*c-warm, len(t), r3, ends[3])
+	ends[1] = k.walk(t, 2*c-warm, 2*c, r[1], ends[1])
+	ends[2] = k.walk(t, 3*c-warm, 3*c, r[2], ends[2])
+	ends[3] = k.walk(t, 4*c-warm, len(t), r[3], ends[3])
 	for s := range ends {
 		k.emitAll(ends[s], fn)
 	}
+}
+
+// walk4Go steps the four streams of each, from i and the states r, until
+// one of them enters a state where keywords end: it returns that position
+// with the four transitions taken there (termBit and all) in r, or len(t0)
+// with the last states. On amd64 walk4 is the same loop in assembly, where
+// the states stay in registers (Go's compiler keeps some on the stack).
+func walk4Go(next []uint32, class *[256]uint8, t0, t1, t2, t3 string, i int, r *[interleave]uint32) int {
+	last := len(next) - 1 // a mask: len(next) is a power of two (newKeywordSet)
+	n := len(t0)
+	t1, t2, t3 = t1[:n], t2[:n], t3[:n]
+	r0, r1, r2, r3 := r[0], r[1], r[2], r[3]
+	for ; i < n; i++ {
+		r0 = next[(int(r0)+int(class[t0[i]]))&last]
+		r1 = next[(int(r1)+int(class[t1[i]]))&last]
+		r2 = next[(int(r2)+int(class[t2[i]]))&last]
+		r3 = next[(int(r3)+int(class[t3[i]]))&last]
+		if (r0|r1|r2|r3)&termBit != 0 {
+			break
+		}
+	}
+	*r = [interleave]uint32{r0, r1, r2, r3}
+	return i
 }
 
 // each1 is each in one stream, for short texts.
@@ -212,7 +230,7 @@ func (k *keywordSet) each1(t string, fn func(start, id int)) {
 // Streams of the interleaved walk, and the shortest quarter worth it.
 const (
 	interleave   = 4
-	minStreamLen = 96
+	minStreamLen = 48
 )
 
 var endsPool = sync.Pool{New: func() any { return new([interleave][]uint64) }}

@@ -56,3 +56,52 @@ func TestKeywordSetStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestWalk4 runs each's four-stream step (in assembly on amd64) against
+// walk4Go on the shipped rules' automaton: the same stops, with the same
+// states, from every stop on to the end of the streams.
+func TestWalk4(t *testing.T) {
+	rs, err := DefaultRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := rs.eng.kw
+	r := rand.New(rand.NewPCG(47, 53))
+	parts := []string{" ", "the ", "KEY", "Se", "cret", "ghp_", "xoxb-", "AKIA", "token", "\x00", "\xff", "é", "-----BEGIN", "api", "ey", "q~"}
+	for n := 0; n < 500; n++ {
+		var streams [interleave]string
+		size := r.IntN(300)
+		for s := range streams {
+			var b strings.Builder
+			for b.Len() < size {
+				if r.IntN(3) == 0 {
+					b.WriteByte(byte(r.IntN(256)))
+				} else {
+					b.WriteString(parts[r.IntN(len(parts))])
+				}
+			}
+			streams[s] = b.String()[:size]
+		}
+		var got, want [interleave]uint32
+		stops := 0
+		for i := 0; ; i++ {
+			gi := walk4(k.next, &k.class, streams[0], streams[1], streams[2], streams[3], i, &got)
+			wi := walk4Go(k.next, &k.class, streams[0], streams[1], streams[2], streams[3], i, &want)
+			if gi != wi || got != want {
+				t.Fatalf("text %d from %d: stopped at %d with %x, want %d with %x", n, i, gi, got, wi, want)
+			}
+			if gi >= size {
+				break
+			}
+			stops++
+			i = gi
+			for s := range got {
+				got[s] &^= termBit
+			}
+			want = got
+		}
+		if n == 0 && stops == 0 && size > 0 {
+			t.Log("no stop in the first text")
+		}
+	}
+}
