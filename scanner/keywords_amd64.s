@@ -1,5 +1,12 @@
 #include "textflag.h"
 
+// One stream's step at byte CX: its state r becomes next[r+class[t[CX]]].
+#define STEP(t, r) \
+	MOVBLZX (t)(CX*1), DI; \
+	MOVBLZX (BX)(DI*1), DI; \
+	ADDL    DI, r; \
+	MOVL    (AX)(r*4), r
+
 // func walk4Asm(next *uint32, class *[256]uint8, t0, t1, t2, t3 *byte, i, n int, r *[4]uint32) int
 //
 // walk4Go's loop with the four states in registers: each stream's step is
@@ -20,22 +27,10 @@ TEXT ·walk4Asm(SB), NOSPLIT, $0-80
 	MOVL 12(DI), R14
 
 loop:
-	MOVBLZX (SI)(CX*1), DI
-	MOVBLZX (BX)(DI*1), DI
-	ADDL    DI, R11
-	MOVL    (AX)(R11*4), R11
-	MOVBLZX (R8)(CX*1), DI
-	MOVBLZX (BX)(DI*1), DI
-	ADDL    DI, R12
-	MOVL    (AX)(R12*4), R12
-	MOVBLZX (R9)(CX*1), DI
-	MOVBLZX (BX)(DI*1), DI
-	ADDL    DI, R13
-	MOVL    (AX)(R13*4), R13
-	MOVBLZX (R10)(CX*1), DI
-	MOVBLZX (BX)(DI*1), DI
-	ADDL    DI, R14
-	MOVL    (AX)(R14*4), R14
+	STEP(SI, R11)
+	STEP(R8, R12)
+	STEP(R9, R13)
+	STEP(R10, R14)
 	MOVL    R11, R15
 	ORL     R12, R15
 	ORL     R13, R15
