@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -469,4 +470,24 @@ func TestMentionsSecret(t *testing.T) {
 	if mentionsSecret(strings.Repeat("a", 91) + "secret") {
 		t.Fatal("a name over 96 bytes mentions nothing")
 	}
+}
+
+// FuzzAssignLines: the lines passed over hold no '=' and no ':', and the
+// others come as cutting out every line gives them.
+func FuzzAssignLines(f *testing.F) {
+	f.Add("a=1\nb\nc: 2\n\n=\n:x\nlast=")
+	f.Add("no marks\nat all\n")
+	f.Add("::\n==\n:=\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		var want []string
+		for line := range strings.SplitSeq(s, "\n") {
+			if strings.ContainsAny(line, "=:") {
+				want = append(want, line)
+			}
+		}
+		got := slices.Collect(assignLines(s))
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
 }

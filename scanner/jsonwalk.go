@@ -135,36 +135,28 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 			}
 			i++
 		case c == '"' && (isValue || state == wantKey || state == wantKeyOrClose):
-			end, esc := stringEnd(b, i)
-			if end < 0 {
+			isKey := state == wantKey || state == wantKeyOrClose
+			scratch = scratch[:0]
+			if n := len(stack); !isKey && n > 0 && stack[n-1].obj {
+				scratch = append(append(scratch, stack[n-1].key...), ": "...)
+			}
+			end := 0
+			if end, scratch = appendString(scratch, b, i); end < 0 {
 				return nil, false
 			}
-			raw := b[i+1 : end]
 			i = end + 1
-			if state == wantKey || state == wantKeyOrClose {
+			if isKey {
 				f := &stack[len(stack)-1]
-				if esc {
-					scratch = appendUnquoted(scratch[:0], raw)
-					f.key = string(scratch)
-				} else if k, ok := keys[string(raw)]; ok {
+				if k, ok := keys[string(scratch)]; ok {
 					f.key = k // the same few keys over and over in most bodies
 				} else {
-					f.key = string(raw)
+					f.key = string(scratch)
 					if len(keys) < maxInternedKeys {
 						keys[f.key] = f.key
 					}
 				}
 				state = wantColon
 				continue
-			}
-			scratch = scratch[:0]
-			if n := len(stack); n > 0 && stack[n-1].obj {
-				scratch = append(append(scratch, stack[n-1].key...), ": "...)
-			}
-			if esc {
-				scratch = appendUnquoted(scratch, raw)
-			} else {
-				scratch = append(scratch, raw...)
 			}
 			g := newSegment()
 			*g = segment{where: elemPath(), chain: chain, text: text(scratch), body: true}
@@ -246,53 +238,7 @@ var jsonDelim = func() (t [256]bool) {
 	return t
 }()
 
-// stringEnd returns the index of the quote that closes the string opened at
-// b[i], and whether the string needs unquoting (escapes or bytes that are
-// not ASCII); -1 when it is not closed or not valid (a control byte, an
-// unknown escape).
-func stringEnd(b []byte, i int) (int, bool) {
-	esc := false
-	for j := i + 1; j < len(b); j++ {
-		// Most bytes of a string need no look: skip them eight at a time,
-		// then in a tight loop.
-		for j+8 <= len(b) && !strSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8
-		}
-		for j < len(b) && !strSpecial[b[j]] {
-			j++
-		}
-		if j == len(b) {
-			break
-		}
-		switch c := b[j]; {
-		case c == '"':
-			return j, esc
-		case c == '\\':
-			esc = true
-			if j+1 >= len(b) {
-				return -1, esc
-			}
-			switch b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j++
-			case 'u':
-				if getu4(b[j:]) < 0 {
-					return -1, esc
-				}
-				j += 5
-			default:
-				return -1, esc
-			}
-		case c < ' ':
-			return -1, esc
-		case c >= utf8.RuneSelf:
-			esc = true
-		}
-	}
-	return -1, esc
-}
-
-// strSpecial are the bytes stringEnd stops at: the quote, the backslash,
+// strSpecial are the bytes appendString stops at: the quote, the backslash,
 // control bytes and the bytes of non-ASCII text.
 var strSpecial = func() (t [256]bool) {
 	for c := range 256 {
@@ -311,68 +257,77 @@ func strSpecialIn(x uint64) bool {
 	return (x|zero(x^('"'*ones))|zero(x^('\\'*ones))|(x-' '*ones)&^x)&highs != 0
 }
 
-// appendUnquoted appends the JSON string body s (without its quotes), decoded
-// as encoding/json decodes it: invalid UTF-8 and lone surrogates become
-// U+FFFD.
-func appendUnquoted(dst, s []byte) []byte {
-	for r := 0; r < len(s); {
-		c := s[r]
-		switch {
+// appendString appends the text of the JSON string opened at b[i] to dst,
+// decoded as encoding/json decodes it (invalid UTF-8 and lone surrogates
+// become U+FFFD), and returns the index of the quote that closes it; -1
+// when it is not closed or not valid (a control byte, an unknown escape).
+// One pass: the plain bytes between escapes are copied as one run.
+func appendString(dst, b []byte, i int) (int, []byte) {
+	from := i + 1 // the first byte not yet copied
+	for j := i + 1; j < len(b); {
+		// Most bytes of a string need no look: skip them eight at a time,
+		// then in a tight loop.
+		for j+8 <= len(b) && !strSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
+		for j < len(b) && !strSpecial[b[j]] {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
+		switch c := b[j]; {
+		case c == '"':
+			return j, append(dst, b[from:j]...)
 		case c == '\\':
-			if r+1 >= len(s) {
-				return append(dst, s[r:]...) // not valid JSON: json.Valid has refused it
+			dst = append(dst, b[from:j]...)
+			if j+1 >= len(b) {
+				return -1, dst
 			}
-			switch s[r+1] {
-			case '"', '\\', '/', '\'':
-				dst = append(dst, s[r+1])
-				r += 2
+			switch e := b[j+1]; e {
+			case '"', '\\', '/':
+				dst, j = append(dst, e), j+2
 			case 'b':
-				dst, r = append(dst, '\b'), r+2
+				dst, j = append(dst, '\b'), j+2
 			case 'f':
-				dst, r = append(dst, '\f'), r+2
+				dst, j = append(dst, '\f'), j+2
 			case 'n':
-				dst, r = append(dst, '\n'), r+2
+				dst, j = append(dst, '\n'), j+2
 			case 'r':
-				dst, r = append(dst, '\r'), r+2
+				dst, j = append(dst, '\r'), j+2
 			case 't':
-				dst, r = append(dst, '\t'), r+2
+				dst, j = append(dst, '\t'), j+2
 			case 'u':
-				rr := getu4(s[r:])
-				if rr < 0 {
-					return append(dst, s[r:]...)
+				r := getu4(b[j:])
+				if r < 0 {
+					return -1, dst
 				}
-				r += 6
-				if utf16.IsSurrogate(rr) {
-					if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
-						r += 6
-						dst = utf8.AppendRune(dst, dec)
-						break
+				j += 6
+				if utf16.IsSurrogate(r) {
+					if pair := utf16.DecodeRune(r, getu4(b[j:])); pair != unicode.ReplacementChar {
+						r, j = pair, j+6
+					} else {
+						r = unicode.ReplacementChar
 					}
-					rr = unicode.ReplacementChar
 				}
-				dst = utf8.AppendRune(dst, rr)
+				dst = utf8.AppendRune(dst, r)
 			default:
-				return append(dst, s[r:]...)
+				return -1, dst
 			}
-		case c < utf8.RuneSelf:
-			// ASCII up to the next escape or other byte, as one copy.
-			j := r + 1
-			for j < len(s) && s[j] != '\\' && s[j] < utf8.RuneSelf {
-				j++
+			from = j
+		case c < ' ':
+			return -1, dst
+		default: // from 0x80: valid UTF-8 stays as it is
+			if r, size := utf8.DecodeRune(b[j:]); r != utf8.RuneError || size != 1 {
+				j += size
+				continue
 			}
-			dst = append(dst, s[r:j]...)
-			r = j
-		default:
-			rr, size := utf8.DecodeRune(s[r:])
-			if rr == utf8.RuneError && size == 1 {
-				dst = utf8.AppendRune(dst, unicode.ReplacementChar)
-			} else {
-				dst = append(dst, s[r:r+size]...)
-			}
-			r += size
+			dst = utf8.AppendRune(append(dst, b[from:j]...), unicode.ReplacementChar)
+			j++
+			from = j
 		}
 	}
-	return dst
+	return -1, dst
 }
 
 // getu4 decodes \uXXXX at the start of s, -1 when there is none.

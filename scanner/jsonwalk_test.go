@@ -92,7 +92,7 @@ func FuzzJSONSegments(f *testing.F) {
 	})
 }
 
-// TestStrSpecialIn: the eight-byte test of stringEnd flags every word
+// TestStrSpecialIn: the eight-byte test of appendString flags every word
 // that holds a strSpecial byte, and a word of plain bytes never.
 func TestStrSpecialIn(t *testing.T) {
 	for c := range 256 {

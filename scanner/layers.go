@@ -222,7 +222,7 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 		}
 		if hasPercent(g.text) {
 			levels := 0
-			d, ok := decodeLines(g.text, hasPercent, func(l string) string {
+			d, ok := decodeLines(g.text, '%', hasPercent, func(l string) string {
 				d, n := percentLevels(l)
 				levels = max(levels, n)
 				return d
@@ -232,7 +232,7 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 			}
 		}
 		if hasEscapes(g.text) {
-			if d, ok := decodeLines(g.text, hasEscapes, unescape); ok {
+			if d, ok := decodeLines(g.text, '\\', hasEscapes, unescape); ok {
 				out = append(out, child(encEscapes, d))
 			}
 		}
@@ -339,17 +339,24 @@ func isBasicValue(g *segment, r run) bool {
 // returns them alone, one per line: the layer holds what decoding
 // changed, not another copy of a long text with a few escapes (source
 // code's "\n" and "%02x"), and each line keeps its context (a key before
-// an encoded value).
-func decodeLines(s string, has func(string) bool, dec func(string) string) (string, bool) {
+// an encoded value). has is true only on a line that holds mark: the
+// lines without one are passed over, not cut out one by one.
+func decodeLines(s string, mark byte, has func(string) bool, dec func(string) string) (string, bool) {
 	var parts []string
 	n := 0
-	for len(s) > 0 {
-		line := s
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			line, s = s[:i], s[i+1:]
-		} else {
-			s = ""
+	for start := 0; start < len(s); {
+		i := strings.IndexByte(s[start:], mark)
+		if i < 0 {
+			break
 		}
+		i += start
+		start += strings.LastIndexByte(s[start:i], '\n') + 1
+		end := len(s)
+		if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		line := s[start:end]
+		start = end + 1
 		if !has(line) {
 			continue
 		}

@@ -59,3 +59,46 @@ func TestEncodedRunsSkip(t *testing.T) {
 		t.Fatal("run not found")
 	}
 }
+
+// decodeLinesRef is decodeLines cutting out every line.
+func decodeLinesRef(s string, has func(string) bool, dec func(string) string) (string, bool) {
+	var parts []string
+	for line := range strings.SplitSeq(strings.TrimSuffix(s, "\n"), "\n") {
+		if has(line) {
+			if d := dec(line); d != line {
+				parts = append(parts, d)
+			}
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "", false
+	case 1:
+		return parts[0], true
+	}
+	return strings.Join(parts, "\n") + "\n", true
+}
+
+// FuzzDecodeLines: passing over the lines without a mark decodes the
+// lines that cutting out every one decodes.
+func FuzzDecodeLines(f *testing.F) {
+	f.Add("a\\nb\nplain\n\\u0041 and %41%42\n%zz\n\n\\")
+	f.Add("%\n%4\n%41")
+	f.Add("x = \"line\\n\"\ny = 1\nz = \"%41\"\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range []struct {
+			mark byte
+			has  func(string) bool
+			dec  func(string) string
+		}{
+			{'\\', hasEscapes, unescape},
+			{'%', hasPercent, func(l string) string { d, _ := percentLevels(l); return d }},
+		} {
+			got, okG := decodeLines(s, d.mark, d.has, d.dec)
+			want, okW := decodeLinesRef(s, d.has, d.dec)
+			if got != want || okG != okW {
+				t.Fatalf("mark %q: got %q %v, want %q %v", d.mark, got, okG, want, okW)
+			}
+		}
+	})
+}
