@@ -105,6 +105,16 @@ func TestDetectIBAN(t *testing.T) {
 		{"lower case", strings.ToLower(gb), ""},
 		{"product code", "SKU AB12CDEF3456GH78", ""},
 	})
+	// The scan skips ahead over bytes that cannot be in an IBAN's first
+	// four: one is found at every offset after any such bytes.
+	for n := range 9 {
+		for _, filler := range []string{"abcdefgh", "-.;: _/x", "AB12AB12", "a1B2c3D4"} {
+			text := filler[:n%len(filler)] + strings.Repeat(" ", n/len(filler)+1) + gb + " " + filler[:n%3]
+			if got := detectRules(detectIBAN, text); !contains(got, RuleIBAN) {
+				t.Fatalf("%q: found %v", text, got)
+			}
+		}
+	}
 }
 
 func TestDetectCrypto(t *testing.T) {

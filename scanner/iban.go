@@ -26,6 +26,12 @@ var ibanLengths = map[string]int{
 // check (a random string passes it one time in 97).
 func detectIBAN(text string, emit func(Finding)) {
 	for p := 0; p+4 <= len(text); p++ {
+		// An IBAN starts with two capitals and two digits: a byte that is
+		// neither rules out the four starts that would put it there.
+		if c := text[p+3]; !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
+			p += 3
+			continue
+		}
 		if !ibanStartAt(text, p) || p > 0 && isAlnum(text[p-1]) {
 			continue
 		}

@@ -100,20 +100,38 @@ func decodeRun(t string) (run, bool) {
 		return run{}, false
 	}
 	enc := encBase64
-	var e *base64.Encoding
+	e := base64.RawStdEncoding
+	std, url := false, false // '+' or '/'; '-' or '_'
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '+', '/':
+			std = true
+		case '-', '_':
+			url = true
+		}
+	}
 	switch {
-	case strings.ContainsAny(t, "-_") && strings.ContainsAny(t, "+/"):
+	case std && url:
 		return run{}, false
-	case strings.ContainsAny(t, "-_"):
+	case url:
 		enc, e = encBase64URL, base64.RawURLEncoding
-	default:
-		e = base64.RawStdEncoding
 	}
-	b, err := e.DecodeString(strings.TrimRight(t, "="))
-	if err != nil || len(b) < 8 || !textual(b) {
+	// Most runs in source code and prose are words that decode to bytes
+	// that are no text: they are decoded on the stack, and only text is
+	// kept.
+	t = strings.TrimRight(t, "=")
+	var stack [512]byte
+	buf := stack[:0]
+	if n := e.DecodedLen(len(t)); n > len(stack) {
+		buf = make([]byte, n)
+	} else {
+		buf = stack[:n]
+	}
+	n, err := e.Decode(buf, unsafe.Slice(unsafe.StringData(t), len(t)))
+	if err != nil || n < 8 || !textual(buf[:n]) {
 		return run{}, false
 	}
-	return run{enc: enc, decoded: ownString(b)}, true
+	return run{enc: enc, decoded: string(buf[:n])}, true
 }
 
 // textual reports whether b reads as text: valid UTF-8 with few control bytes.
