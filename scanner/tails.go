@@ -4,6 +4,8 @@ import (
 	stdregexp "regexp"
 	"regexp/syntax"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Tail checks: a cheap test at a keyword hit of whether the rule's regex
@@ -36,19 +38,105 @@ const (
 )
 
 // tailCheck maps a keyword id to the anchored test of what must follow it.
-type tailCheck map[int]*stdregexp.Regexp
+type tailCheck map[int]*tailTest
+
+// tailTest is the anchored regex of a tail, and the bytes it can start
+// with: most hits fail on the byte after the keyword, where a table
+// lookup answers for the backtracker.
+type tailTest struct {
+	re    *stdregexp.Regexp
+	first *[256]bool // nil: the tail may be empty, or its start is not known
+}
 
 // pass reports whether the hit of keyword id ending at end may start a
 // match: true when the keyword has no test (it is not the rule's anchor).
 func (tc tailCheck) pass(text string, id, end int) bool {
-	re, ok := tc[id]
+	t, ok := tc[id]
 	if !ok {
 		return false
 	}
-	if re == nil {
+	if t == nil {
 		return true
 	}
-	return re.MatchString(text[end:min(len(text), end+maxTailLen)])
+	if t.first != nil && end < len(text) && !t.first[text[end]] {
+		return false
+	}
+	return t.re.MatchString(text[end:min(len(text), end+maxTailLen)])
+}
+
+// firstBytes is the set of bytes a match of re can start with, and
+// whether re matches the empty string (then the set says nothing); ok is
+// false for an operator it does not know. A rune from U+0080 stands for
+// every byte from 0x80.
+func firstBytes(re *syntax.Regexp) (set [256]bool, empty, ok bool) {
+	addRune := func(r rune) {
+		if r < utf8.RuneSelf {
+			set[r] = true
+			return
+		}
+		for b := utf8.RuneSelf; b < 256; b++ {
+			set[b] = true
+		}
+	}
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return set, false, true
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return set, true, true
+	case syntax.OpLiteral:
+		if len(re.Rune) == 0 {
+			return set, true, true
+		}
+		addRune(re.Rune[0])
+		if re.Flags&syntax.FoldCase != 0 {
+			for f := unicode.SimpleFold(re.Rune[0]); f != re.Rune[0]; f = unicode.SimpleFold(f) {
+				addRune(f)
+			}
+		}
+		return set, false, true
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1] && r < utf8.RuneSelf; r++ {
+				set[r] = true
+			}
+			if re.Rune[i+1] >= utf8.RuneSelf {
+				addRune(utf8.RuneSelf)
+			}
+		}
+		return set, false, true
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		for b := range set {
+			set[b] = true
+		}
+		set['\n'] = re.Op == syntax.OpAnyChar
+		return set, false, true
+	case syntax.OpCapture:
+		return firstBytes(re.Sub[0])
+	case syntax.OpStar, syntax.OpQuest, syntax.OpPlus, syntax.OpRepeat:
+		set, empty, ok = firstBytes(re.Sub[0])
+		return set, empty || re.Op == syntax.OpStar || re.Op == syntax.OpQuest || re.Op == syntax.OpRepeat && re.Min == 0, ok
+	case syntax.OpConcat, syntax.OpAlternate:
+		empty = re.Op == syntax.OpConcat
+		for _, sub := range re.Sub {
+			ss, se, sok := firstBytes(sub)
+			if !sok {
+				return set, false, false
+			}
+			for b, in := range ss {
+				set[b] = set[b] || in
+			}
+			if re.Op == syntax.OpAlternate {
+				empty = empty || se
+				continue
+			}
+			if !se {
+				return set, false, true
+			}
+		}
+		return set, empty, true
+	}
+	return set, false, false
 }
 
 // newTailCheck builds the tests of a rule's regex for its keywords (kwID
@@ -88,7 +176,11 @@ func newTailCheck(re *syntax.Regexp, kws []string, kwID map[string]int) (tailChe
 			tc[id] = nil
 			continue
 		}
-		tc[id] = compiled
+		t := &tailTest{re: compiled}
+		if first, empty, ok := firstBytes(alt); ok && !empty {
+			t.first = &first
+		}
+		tc[id] = t
 	}
 	return tc, true
 }

@@ -3,6 +3,7 @@ package scanner
 import (
 	"context"
 	"math/rand/v2"
+	"regexp"
 	"regexp/syntax"
 	"testing"
 )
@@ -92,4 +93,59 @@ func TestTailCheckRefuses(t *testing.T) {
 			t.Errorf("%s on %q: %d findings where the check refuses", c.rule, c.text, n)
 		}
 	}
+}
+
+// TestFirstBytes: a regex's matches start with a byte of its first-byte
+// set, and the set leaves out what no match starts with.
+func TestFirstBytes(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(41, 43))
+	for _, c := range []struct {
+		re      string
+		empty   bool
+		in, out string // bytes in the set, and not
+	}{
+		{`(?i)[ \t]{0,3}(?:=|:)\s*["']?[a-z0-9]{8}`, false, " \t=:", "a\"x)"},
+		{`\b(?:key|tok)+`, false, "kt", "eK )"},
+		{`(?i)k`, false, "kK\xe2", "j"},
+		{`[^a]x`, false, "b\x80\n", "a"},
+		{`.y`, false, "y\xff", "\n"},
+		{`a?b*`, true, "", ""},
+		{`(?:a|)c`, false, "ac", "b"},
+	} {
+		p, err := syntax.Parse(c.re, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, empty, ok := firstBytes(p)
+		if !ok || empty != c.empty {
+			t.Fatalf("%s: ok %v, empty %v", c.re, ok, empty)
+		}
+		for _, b := range []byte(c.in) {
+			if !set[b] {
+				t.Errorf("%s: %q not in the set", c.re, b)
+			}
+		}
+		for _, b := range []byte(c.out) {
+			if set[b] {
+				t.Errorf("%s: %q in the set", c.re, b)
+			}
+		}
+		re := regexp.MustCompile(`^(?:` + c.re + `)`)
+		for range 2000 {
+			s := randomBytes(rnd, 1+rnd.IntN(12))
+			if loc := re.FindStringIndex(s); loc != nil && loc[1] > 0 && !set[s[0]] {
+				t.Fatalf("%s matches %q, whose first byte is not in the set", c.re, s)
+			}
+		}
+	}
+}
+
+// randomBytes is n bytes drawn mostly from the ones regexes above name.
+func randomBytes(rnd *rand.Rand, n int) string {
+	const alphabet = " \t=:\"'abckKtoyxe0189\n)\x80\xe2\xff"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rnd.IntN(len(alphabet))]
+	}
+	return string(b)
 }
