@@ -265,8 +265,9 @@ func strSpecialIn(x uint64) bool {
 func appendString(dst, b []byte, i int) (int, []byte) {
 	from := i + 1 // the first byte not yet copied
 	for j := i + 1; j < len(b); {
-		// Most bytes of a string need no look: skip them eight at a time,
-		// then in a tight loop.
+		// Most bytes of a string need no look: skip them 32 or eight at a
+		// time, then in a tight loop.
+		j += strPlain(b[j:])
 		for j+8 <= len(b) && !strSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
 			j += 8
 		}

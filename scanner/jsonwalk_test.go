@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -131,5 +132,32 @@ func BenchmarkJSONSegments(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestStrPlain: the block skip stops at the first strSpecial byte of its
+// whole blocks, and passes over none.
+func TestStrPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	specials := []byte{'"', '\\', 0, '\n', 0x1f, 0x80, 0xc3, 0xff}
+	for range 20000 {
+		b := []byte(strings.Repeat("plain text, no marks ~ 0123456789 ", 8))[:r.IntN(260)]
+		for range r.IntN(3) {
+			if len(b) > 0 {
+				b[r.IntN(len(b))] = specials[r.IntN(len(specials))]
+			}
+		}
+		k := strPlain(b)
+		for i, c := range b[:k] {
+			if strSpecial[c] {
+				t.Fatalf("%q: skipped the special byte at %d (to %d)", b, i, k)
+			}
+		}
+		if whole := len(b) &^ 31; strPlainAsm && k < whole && !strSpecial[b[k]] {
+			t.Fatalf("%q: stopped at %d, before a plain byte", b, k)
+		}
+		if strPlainAsm && k > len(b)&^31 {
+			t.Fatalf("%q: read past the whole blocks (%d)", b, k)
+		}
 	}
 }
