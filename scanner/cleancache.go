@@ -75,35 +75,31 @@ func newCleanCache(entries int) *cleanCache {
 
 // key is g's key for the request's tenant and host.
 func (c *cleanCache) key(tenant, host string, g *segment) cleanKey {
+	// Every variable-length field ends in a 0 byte that it cannot hold
+	// (or is preceded by its length), so that no two field lists hash the
+	// same bytes. The fields are laid out once and hashed in one call per
+	// seed: a streaming maphash.Hash cost more than the text's hashing.
+	var stack [256]byte
+	meta := stack[:0]
+	for _, f := range [4]string{tenant, host, g.where, g.header} {
+		meta = append(append(meta, f...), 0)
+	}
+	for _, f := range g.chain {
+		meta = append(append(meta, f...), 0)
+	}
+	bits := uint64(0)
+	if g.body {
+		bits |= 1
+	}
+	if g.basic {
+		bits |= 2
+	}
+	for _, v := range [5]uint64{uint64(len(g.chain)), uint64(g.depth), uint64(g.line), uint64(len(g.text)), bits} {
+		meta = binary.LittleEndian.AppendUint64(meta, v)
+	}
 	var k cleanKey
 	for i, seed := range c.seeds {
-		var h maphash.Hash
-		h.SetSeed(seed)
-		// Every variable-length field ends in a 0 byte that it cannot hold
-		// (or is preceded by its length), so that no two field lists hash
-		// the same bytes.
-		for _, f := range []string{tenant, host, g.where, g.header} {
-			h.WriteString(f)
-			h.WriteByte(0)
-		}
-		for _, f := range g.chain {
-			h.WriteString(f)
-			h.WriteByte(0)
-		}
-		var flags [5 * 8]byte
-		bits := uint64(0)
-		if g.body {
-			bits |= 1
-		}
-		if g.basic {
-			bits |= 2
-		}
-		for j, v := range []uint64{uint64(len(g.chain)), uint64(g.depth), uint64(g.line), uint64(len(g.text)), bits} {
-			binary.LittleEndian.PutUint64(flags[8*j:], v)
-		}
-		h.Write(flags[:])
-		// The text in one call: Hash.WriteString hashes 128 bytes a call.
-		k[i] = h.Sum64() ^ maphash.String(seed, g.text)
+		k[i] = maphash.Bytes(seed, meta) ^ maphash.String(seed, g.text)
 	}
 	return k
 }
