@@ -121,7 +121,7 @@ func decodeRun(t string) (run, bool) {
 	// kept.
 	t = strings.TrimRight(t, "=")
 	var stack [512]byte
-	buf := stack[:0]
+	var buf []byte
 	if n := e.DecodedLen(len(t)); n > len(stack) {
 		buf = make([]byte, n)
 	} else {
