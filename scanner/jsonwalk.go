@@ -88,7 +88,7 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 		case plainKey(f.key):
 			paths = append(append(paths, '.'), f.key...)
 		default:
-			paths = strconv.AppendQuote(append(paths, '['), f.key)
+			paths = appendQuoted(append(paths, '['), f.key)
 			paths = append(paths, ']')
 		}
 		return unsafe.String(unsafe.SliceData(paths[n:]), len(paths)-n)
@@ -177,6 +177,18 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 		return nil, false
 	}
 	return out, true
+}
+
+// appendQuoted is strconv.AppendQuote, without its rune by rune look at
+// a key of printable ASCII (package names, versions, paths), which it
+// leaves as it is but for the quotes.
+func appendQuoted(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
+			return strconv.AppendQuote(dst, s)
+		}
+	}
+	return append(append(append(dst, '"'), s...), '"')
 }
 
 // scalarEnd returns the end of the number or literal at b[i], -1 when there

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -158,6 +159,25 @@ func TestStrPlain(t *testing.T) {
 		}
 		if strPlainAsm && k > len(b)&^31 {
 			t.Fatalf("%q: read past the whole blocks (%d)", b, k)
+		}
+	}
+}
+
+// TestAppendQuoted: the fast path quotes as strconv does.
+func TestAppendQuoted(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, s := range []string{"", "a b", "@scope/pkg", "1.2.3", `q"`, `b\s`, "tab\t", "\x7f", "é", "~ !"} {
+		if got, want := string(appendQuoted([]byte("x"), s)), strconv.Quote(s); got != "x"+want {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+	for range 20000 {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			b[i] = byte(0x18 + r.IntN(0x6c)) // around the printable range's ends
+		}
+		if got, want := string(appendQuoted(nil, string(b))), strconv.Quote(string(b)); got != want {
+			t.Fatalf("%q: got %s, want %s", b, got, want)
 		}
 	}
 }
