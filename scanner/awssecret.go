@@ -63,25 +63,31 @@ func awsKeyLike(s string) bool {
 // among binary padding, as a firmware-looking upload hides one.
 func detectAWSSecretInHex(text string, emit func(Finding)) {
 	for i := 0; i < len(text); {
-		if _, ok := hexVal(text[i]); !ok {
-			i++
+		// Here text[i-1] is not hex: when the byte at the shortest run's
+		// end is not either, or the last one before it that is not, no
+		// run long enough starts up to there.
+		e := i + 2*awsSecretLen - 1
+		if e >= len(text) {
+			return
+		}
+		k := e
+		for k > i && isHexByte[text[k]] {
+			k--
+		}
+		if k > i || !isHexByte[text[i]] {
+			i = k + 1
 			continue
 		}
-		j := i + 1
-		for j < len(text) {
-			if _, ok := hexVal(text[j]); !ok {
-				break
-			}
+		j := e + 1
+		for j < len(text) && isHexByte[text[j]] {
 			j++
 		}
-		if run := text[i:j]; len(run) >= 2*awsSecretLen {
-			run = run[:len(run)&^1]
-			if b, err := hex.DecodeString(run); err == nil && !textual(b) {
-				detectAWSSecretEncoded(string(b), func(f Finding) {
-					f.Snippet = "hex-encoded bytes: " + f.Snippet
-					emit(f)
-				})
-			}
+		run := text[i : i+(j-i)&^1]
+		if b, err := hex.DecodeString(run); err == nil && !textual(b) {
+			detectAWSSecretEncoded(string(b), func(f Finding) {
+				f.Snippet = "hex-encoded bytes: " + f.Snippet
+				emit(f)
+			})
 		}
 		i = j
 	}

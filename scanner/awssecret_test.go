@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -81,4 +82,55 @@ func TestAWSSecretEncoded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// detectAWSSecretInHexRef is detectAWSSecretInHex without the skip ahead:
+// every hex run, byte by byte.
+func detectAWSSecretInHexRef(text string, emit func(Finding)) {
+	for i := 0; i < len(text); {
+		if !isHexByte[text[i]] {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(text) && isHexByte[text[j]] {
+			j++
+		}
+		if run := text[i:j]; len(run) >= 2*awsSecretLen {
+			run = run[:len(run)&^1]
+			if b, err := hex.DecodeString(run); err == nil && !textual(b) {
+				detectAWSSecretEncoded(string(b), func(f Finding) {
+					f.Snippet = "hex-encoded bytes: " + f.Snippet
+					emit(f)
+				})
+			}
+		}
+		i = j
+	}
+}
+
+// FuzzAWSSecretInHex: skipping ahead finds what reading every hex run finds.
+func FuzzAWSSecretInHex(f *testing.F) {
+	r := rand.New(rand.NewPCG(11, 12))
+	pad := func(n int) string { return hex.EncodeToString(randBytesFrom(r, n)) }
+	f.Add("x " + pad(7) + hex.EncodeToString([]byte(fakeAWSSecret(r))) + pad(9) + " y")
+	f.Add(pad(39) + "g" + pad(41) + "-" + hex.EncodeToString([]byte("k="+fakeAWSSecret(r))))
+	f.Add(strings.Repeat("ab", 39) + "z" + strings.Repeat("0f", 41))
+	f.Fuzz(func(t *testing.T, s string) {
+		var got, want []Finding
+		detectAWSSecretInHex(s, func(f Finding) { got = append(got, f) })
+		detectAWSSecretInHexRef(s, func(f Finding) { want = append(want, f) })
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("got %d findings %+v, want %d %+v", len(got), got, len(want), want)
+		}
+	})
+}
+
+// randBytesFrom is n bytes of r: binary padding around a hidden key.
+func randBytesFrom(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
 }
