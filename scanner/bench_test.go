@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -138,7 +139,7 @@ func BenchmarkScan(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			cpu := cpuTime()
 			for b.Loop() {
-				res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {ct}}, Body: strings.NewReader(string(body))})
+				res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {ct}}, Body: bytes.NewReader(body)})
 				if err != nil || res == nil {
 					b.Fatal(err)
 				}
