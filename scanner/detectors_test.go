@@ -482,22 +482,25 @@ func TestMentionsSecret(t *testing.T) {
 	}
 }
 
-// FuzzAssignLines: the lines passed over hold no '=' and no ':', and the
-// others come as cutting out every line gives them.
-func FuzzAssignLines(f *testing.F) {
+// FuzzLinesHolding: the lines passed over hold no '=' and no ':' (nor,
+// with one mark, no '='), and the others come as cutting out every line
+// gives them.
+func FuzzLinesHolding(f *testing.F) {
 	f.Add("a=1\nb\nc: 2\n\n=\n:x\nlast=")
 	f.Add("no marks\nat all\n")
 	f.Add("::\n==\n:=\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		var want []string
-		for line := range strings.SplitSeq(s, "\n") {
-			if strings.ContainsAny(line, "=:") {
-				want = append(want, line)
+		for _, marks := range []string{"=:", "=="} {
+			var want []string
+			for line := range strings.SplitSeq(s, "\n") {
+				if strings.ContainsAny(line, marks) {
+					want = append(want, line)
+				}
 			}
-		}
-		got := slices.Collect(assignLines(s))
-		if !slices.Equal(got, want) {
-			t.Fatalf("got %q, want %q", got, want)
+			got := slices.Collect(linesHolding(s, marks[0], marks[1]))
+			if !slices.Equal(got, want) {
+				t.Fatalf("marks %q: got %q, want %q", marks, got, want)
+			}
 		}
 	})
 }

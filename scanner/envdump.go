@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"iter"
 	"regexp"
 	"strings"
 	"unicode"
@@ -45,7 +44,8 @@ var notSecretParts = map[string]bool{
 // says secret (NAME=value, name: value) and connection strings with a
 // password. Placeholders and references are not secrets.
 func detectEnv(text string, emit func(Finding)) {
-	for line := range assignLines(text) {
+	// Every assignment holds an '=' or a ':'.
+	for line := range linesHolding(text, '=', ':') {
 		name, v, ok := assignment(line)
 		if !ok || !secretName(name) {
 			continue
@@ -63,45 +63,6 @@ func detectEnv(text string, emit func(Finding)) {
 			emit(secretAt(RuleConnectionString, text, ws+m[0], ws+m[1]))
 		}
 	})
-}
-
-// assignLines yields the lines of text that hold an '=' or a ':', which
-// every assignment does: in source code most lines hold neither, and they
-// are passed over with two byte searches rather than cut out one by one.
-func assignLines(text string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		eq, colon := -2, -2 // the next '=' and ':' from start; -1: none left
-		next := func(c byte, from int) int {
-			if i := strings.IndexByte(text[from:], c); i >= 0 {
-				return from + i
-			}
-			return -1
-		}
-		for start := 0; start < len(text); {
-			if eq != -1 && eq < start {
-				eq = next('=', start)
-			}
-			if colon != -1 && colon < start {
-				colon = next(':', start)
-			}
-			i := eq
-			if i < 0 || colon >= 0 && colon < i {
-				i = colon
-			}
-			if i < 0 {
-				return
-			}
-			start += strings.LastIndexByte(text[start:i], '\n') + 1
-			end := len(text)
-			if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
-				end = i + j
-			}
-			if !yield(text[start:end]) {
-				return
-			}
-			start = end + 1
-		}
-	}
 }
 
 // eachConnWindow calls fn with the windows of text where connRE may

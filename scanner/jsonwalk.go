@@ -140,7 +140,7 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 			if n := len(stack); !isKey && n > 0 && stack[n-1].obj {
 				scratch = append(append(scratch, stack[n-1].key...), ": "...)
 			}
-			end := 0
+			var end int
 			if end, scratch = appendString(scratch, b, i); end < 0 {
 				return nil, false
 			}

@@ -3,6 +3,7 @@ package scanner
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"iter"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -263,6 +264,46 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 	return out
 }
 
+// linesHolding yields the lines of text that hold the byte a or b, in
+// order. In source code most lines hold neither of the bytes a decoder or
+// detector needs, and they are passed over with a byte search for each
+// rather than cut out one by one.
+func linesHolding(text string, a, b byte) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		na, nb := -2, -2 // the next a and b from start; -1: none left
+		next := func(c byte, from int) int {
+			if i := strings.IndexByte(text[from:], c); i >= 0 {
+				return from + i
+			}
+			return -1
+		}
+		for start := 0; start < len(text); {
+			if na != -1 && na < start {
+				na = next(a, start)
+			}
+			if nb != -1 && nb < start && b != a {
+				nb = next(b, start)
+			}
+			i := na
+			if i < 0 || nb >= 0 && nb < i {
+				i = nb
+			}
+			if i < 0 {
+				return
+			}
+			start += strings.LastIndexByte(text[start:i], '\n') + 1
+			end := len(text)
+			if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
+				end = i + j
+			}
+			if !yield(text[start:end]) {
+				return
+			}
+			start = end + 1
+		}
+	}
+}
+
 // maskOf is what replaces a secret: as long as the secret, so that lengths
 // of fixed-width fields and encodings stay valid.
 func maskOf(secret string) string { return strings.Repeat("*", len(secret)) }
@@ -357,24 +398,11 @@ func isBasicValue(g *segment, r run) bool {
 // returns them alone, one per line: the layer holds what decoding
 // changed, not another copy of a long text with a few escapes (source
 // code's "\n" and "%02x"), and each line keeps its context (a key before
-// an encoded value). has is true only on a line that holds mark: the
-// lines without one are passed over, not cut out one by one.
+// an encoded value). has is true only on a line that holds mark.
 func decodeLines(s string, mark byte, has func(string) bool, dec func(string) string) (string, bool) {
 	var parts []string
 	n := 0
-	for start := 0; start < len(s); {
-		i := strings.IndexByte(s[start:], mark)
-		if i < 0 {
-			break
-		}
-		i += start
-		start += strings.LastIndexByte(s[start:i], '\n') + 1
-		end := len(s)
-		if j := strings.IndexByte(s[i:], '\n'); j >= 0 {
-			end = i + j
-		}
-		line := s[start:end]
-		start = end + 1
+	for line := range linesHolding(s, mark, mark) {
 		if !has(line) {
 			continue
 		}
