@@ -74,12 +74,16 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		return
 	}
 	allow := d.AllowAddresses
-	info := &dialInfo{host: host, port: port, allow: allow}
 	authority := net.JoinHostPort(host, strconv.Itoa(port))
+	ws, _ := upgradeKind(r)
+	if bodilessH1(r, ws) {
+		g.forwardH1(w, r, id, d, scheme, host, port, authority, inj) // upstream1.go
+		return
+	}
+	info := &dialInfo{host: host, port: port, allow: allow}
 	// An allowed WebSocket is tracked as a tunnel, scanned message by
 	// message and the upstream's messages scrubbed of real secrets
 	// (websocket.go).
-	ws, _ := upgradeKind(r)
 	if ws {
 		ww := g.webSocketWriter(w, r, id, host, port, inj)
 		defer ww.untrack()
@@ -227,19 +231,22 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix, h2 bool) *http.
 }
 
 // SetRootCAs replaces the roots that verify upstream TLS while the gateway
-// serves (a config reload). It forgets the upstream transports, so that the
-// next request dials afresh and verifies with p. Their idle connections are
-// closed; requests already under way finish on theirs, which then close (or,
+// serves (a config reload). It forgets the upstream transports and the
+// HTTP/1.1 pool (upstream1.go), so that the next request dials afresh and
+// verifies with p. Their idle connections are closed; requests already under way finish on theirs, which then close (or,
 // at worst, idle out after IdleConnTimeout on the forgotten transport). It is
 // also how a change of the dialer's static hosts reaches pooled connections.
 // nil: the system roots.
 func (g *Gateway) SetRootCAs(p *x509.CertPool) {
 	g.mu.Lock()
 	g.RootCAs = p
-	old := g.transports
-	g.transports = nil
+	old, oldH1 := g.transports, g.h1
+	g.transports, g.h1 = nil, nil
 	g.mu.Unlock()
 	for _, t := range old {
 		t.CloseIdleConnections()
+	}
+	if oldH1 != nil {
+		oldH1.close(true)
 	}
 }

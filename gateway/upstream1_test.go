@@ -1,0 +1,366 @@
+package gateway_test
+
+import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-egress/sluice/ca"
+	"github.com/sluice-egress/sluice/config"
+	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/gateway/guard"
+	"github.com/sluice-egress/sluice/internal/testnet"
+	"github.com/sluice-egress/sluice/rules"
+)
+
+// The tests in this file hold the gateway's own HTTP/1.1 path upstream for
+// bodiless GET, HEAD and OPTIONS (upstream1.go) to what http.Transport and
+// ReverseProxy did for them: connections reused and retried only where that
+// is safe, hop-by-hop headers dropped both ways, a broken answer never passed
+// on as a whole one, and nothing held once the client has gone.
+
+// scriptedUpstream is a TLS upstream whose answers a test writes by hand.
+// answer writes the answer to req and reports whether to read on from the
+// same connection.
+type scriptedUpstream struct {
+	port   int
+	answer func(c net.Conn, req *http.Request, n int) bool
+	mu     sync.Mutex
+	conns  int
+	seen   []*http.Request
+	closed chan time.Time // when the gateway closed a connection
+}
+
+func startScripted(t *testing.T, cfg *tls.Config, answer func(c net.Conn, req *http.Request, n int) bool) *scriptedUpstream {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.Clone()
+	cfg.NextProtos = []string{"http/1.1"}
+	l = tls.NewListener(l, cfg)
+	t.Cleanup(func() { l.Close() })
+	u := &scriptedUpstream{port: l.Addr().(*net.TCPAddr).Port, answer: answer, closed: make(chan time.Time, 16)}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u.mu.Lock()
+			u.conns++
+			u.mu.Unlock()
+			go u.serve(c)
+		}
+	}()
+	return u
+}
+
+func (u *scriptedUpstream) serve(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				u.closed <- time.Now()
+			}
+			return
+		}
+		u.mu.Lock()
+		u.seen = append(u.seen, req)
+		n := len(u.seen)
+		u.mu.Unlock()
+		if !u.answer(c, req, n) {
+			return
+		}
+	}
+}
+
+func (u *scriptedUpstream) counts() (conns, requests int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.conns, len(u.seen)
+}
+
+// h1World is a gateway that allows other.example.test on the scripted
+// upstream's port, with a client that trusts the tenant CA.
+type h1World struct {
+	up     *scriptedUpstream
+	client *http.Client
+	proxy  string
+	token  string
+	cas    *ca.Store
+}
+
+func newH1World(t *testing.T, answer func(c net.Conn, req *http.Request, n int) bool) *h1World {
+	t.Helper()
+	dir := t.TempDir()
+	upCA := testnet.NewTestCA(t, "upstream")
+	w := &h1World{up: startScripted(t, upCA.ServerTLS(t, "other.example.test"), answer), token: randomToken(t)}
+	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, bypassPolicy, w.up.port, w.up.port), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cas = &ca.Store{Dir: filepath.Join(dir, "ca")}
+	gw := &gateway.Gateway{
+		Policy:  engine,
+		Leaf:    func(tenant, host string) (*tls.Certificate, error) { return mustAuthority(t, w.cas, tenant).Leaf(host) },
+		Dialer:  &guard.Dialer{Hosts: engine.UpstreamHosts(), Deny: withoutLoopback(guard.DefaultDeny()), Self: func() []netip.Addr { return nil }},
+		RootCAs: upCA.Pool(),
+		Events:  &recordingSink{},
+	}
+	w.proxy = serveOnLoopback(t, gw)
+	pool := x509.NewCertPool()
+	pool.AddCert(mustAuthority(t, w.cas, "acme").Certificate())
+	w.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy:           http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("acme", w.token), Host: w.proxy}),
+			TLSClientConfig: &tls.Config{RootCAs: pool},
+		},
+		Timeout: 10 * time.Second,
+	}
+	t.Cleanup(w.client.CloseIdleConnections)
+	return w
+}
+
+func (w *h1World) url(path string) string {
+	return "https://other.example.test:" + strconv.Itoa(w.up.port) + path
+}
+
+// do sends method to path and reads the body; err is the request's or the body's.
+func (w *h1World) do(method, path string, header http.Header) (*http.Response, string, error) {
+	req, err := http.NewRequest(method, w.url(path), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+func answerOK(c net.Conn, body string, extra ...string) {
+	fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s", len(body), strings.Join(append(extra, ""), "\r\n"), body)
+}
+
+// Sequential requests share one upstream connection, and a HEAD answer's
+// Content-Length does not make the gateway wait for a body.
+func TestBodilessRequestsReuseUpstreamConnection(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		if req.Method == http.MethodHead {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+			return true
+		}
+		answerOK(c, "ok"+strconv.Itoa(n))
+		return true
+	})
+	for i, m := range []string{"GET", "HEAD", "OPTIONS", "GET"} {
+		resp, body, err := w.do(m, "/r", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %s", m, resp.Status)
+		}
+		if m == "HEAD" {
+			if resp.ContentLength != 100 || body != "" {
+				t.Fatalf("HEAD: Content-Length %d, body %q", resp.ContentLength, body)
+			}
+		} else if want := "ok" + strconv.Itoa(i+1); body != want {
+			t.Fatalf("%s: body %q, want %q", m, body, want)
+		}
+	}
+	if conns, reqs := w.up.counts(); conns != 1 || reqs != 4 {
+		t.Fatalf("upstream saw %d requests on %d connections, want 4 on 1", reqs, conns)
+	}
+}
+
+// An upstream that closes a kept-alive connection while it idles costs the
+// client nothing: the GET goes out again on a new connection. An answer that
+// ends the connection is not followed by a request on it.
+func TestBodilessRequestRetriedAfterIdleClose(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		switch req.URL.Path {
+		case "/close-after":
+			answerOK(c, "a")
+			time.Sleep(50 * time.Millisecond)
+			return false // closes while the gateway keeps it idle
+		case "/connection-close":
+			answerOK(c, "c", "Connection: close")
+			return true // keeps reading: a request on it would be seen
+		}
+		answerOK(c, "b")
+		return true
+	})
+	if _, _, err := w.do("GET", "/close-after", nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	resp, body, err := w.do("GET", "/next", nil)
+	if err != nil || resp.StatusCode != 200 || body != "b" {
+		t.Fatalf("GET after the upstream closed its idle connection: %v %v %q", resp, err, body)
+	}
+	if _, _, err := w.do("GET", "/connection-close", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.do("GET", "/next", nil); err != nil {
+		t.Fatal(err)
+	}
+	if conns, reqs := w.up.counts(); conns != 3 || reqs != 4 {
+		t.Fatalf("upstream saw %d requests on %d connections, want 4 on 3", reqs, conns)
+	}
+}
+
+// A request the upstream read and then answered only in part is not sent
+// again: the upstream may have acted on it.
+func TestBodilessRequestNotRetriedAfterPartialAnswer(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		if req.URL.Path == "/partial" {
+			io.WriteString(c, "HTTP/1.1 200 O")
+			return false
+		}
+		answerOK(c, "x")
+		return true
+	})
+	if _, _, err := w.do("GET", "/first", nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := w.do("GET", "/partial", nil)
+	if err != nil || resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("partial answer: %v %v, want 502", resp, err)
+	}
+	if _, reqs := w.up.counts(); reqs != 2 {
+		t.Fatalf("upstream saw %d requests, want 2 (the partly answered one once)", reqs)
+	}
+}
+
+// Hop-by-hop headers, those a Connection header names and the gateway's own
+// do not cross the gateway, either way; Te: trailers does.
+func TestBodilessHopByHopHeadersDropped(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		answerOK(c, "ok", "Connection: X-Up-Hop", "X-Up-Hop: 1", "Keep-Alive: timeout=5", "Sluice-Reason: forged", "X-Up-Kept: 1")
+		return true
+	})
+	resp, _, err := w.do("GET", "/h", http.Header{
+		"Connection": {"X-Hop"}, "X-Hop": {"v"}, "Keep-Alive": {"300"}, "Te": {"trailers, deflate"},
+		"Forwarded": {"for=198.51.100.1"}, "X-Forwarded-For": {"198.51.100.1"}, "Upgrade-Insecure-Requests": {"1"},
+		"X-Kept": {"1"},
+	})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	for _, h := range []string{"X-Up-Hop", "Keep-Alive", "Sluice-Reason"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Errorf("client got upstream's %s: %q", h, v)
+		}
+	}
+	if resp.Header.Get("X-Up-Kept") != "1" {
+		t.Error("client lost the upstream's X-Up-Kept")
+	}
+	w.up.mu.Lock()
+	got := w.up.seen[0].Header
+	w.up.mu.Unlock()
+	for _, h := range []string{"X-Hop", "Keep-Alive", "Forwarded", "X-Forwarded-For", "Proxy-Authorization", "Proxy-Connection"} {
+		if v := got.Get(h); v != "" {
+			t.Errorf("upstream got %s: %q", h, v)
+		}
+	}
+	if got.Get("Te") != "trailers" || got.Get("X-Kept") != "1" || got.Get("Upgrade-Insecure-Requests") != "1" {
+		t.Errorf("upstream header %v: want Te: trailers, X-Kept and Upgrade-Insecure-Requests", got)
+	}
+}
+
+// An answer that breaks off inside a chunked body reaches the client as a
+// broken body, never as a whole shorter one; trailers of a whole one pass.
+func TestBodilessBrokenAnswerIsCut(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		if req.URL.Path == "/trailers" {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: 42\r\nSluice-Incident: forged\r\n\r\n")
+			return true
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+		return false
+	})
+	resp, body, err := w.do("GET", "/trailers", nil)
+	if err != nil || body != "hello" || resp.Trailer.Get("X-Sum") != "42" || resp.Trailer.Get("Sluice-Incident") != "" {
+		t.Fatalf("chunked answer with trailers: %v %q %v", err, body, resp.Trailer)
+	}
+	_, body, err = w.do("GET", "/cut", nil)
+	if err == nil {
+		t.Fatalf("a body cut off by the upstream reached the client whole: %q", body)
+	}
+}
+
+// An upstream's response header is bounded.
+func TestBodilessHugeAnswerHeaderRefused(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Big: " + strings.Repeat("a", 1000) + "\r\n"
+		for range 2 << 10 { // 2 MiB
+			if _, err := io.WriteString(c, line); err != nil {
+				return false
+			}
+		}
+		io.WriteString(c, "Content-Length: 0\r\n\r\n")
+		return false
+	})
+	resp, _, err := w.do("GET", "/big", nil)
+	if err != nil || resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("2 MiB response header: %v %v, want 502", resp, err)
+	}
+}
+
+// A client that gives up frees the upstream connection its request holds,
+// long before the upstream header timeout.
+func TestBodilessClientLeavingClosesUpstream(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		return true // never answers; the next read sees the gateway close
+	})
+	w.client.Timeout = 300 * time.Millisecond
+	left := time.Now()
+	if _, _, err := w.do("GET", "/hang", nil); err == nil {
+		t.Fatal("a GET the upstream never answered succeeded")
+	}
+	select {
+	case at := <-w.up.closed:
+		if d := at.Sub(left); d > 5*time.Second {
+			t.Fatalf("upstream connection closed %v after the client left", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway kept the upstream connection of a client that left")
+	}
+}
