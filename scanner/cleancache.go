@@ -52,9 +52,14 @@ const (
 	DefaultCleanCacheEntries = 1 << 17
 )
 
+// cleanShard keeps an entry's lens apart from its tokens, which few texts
+// have: maps without pointers are not read by the garbage collector, which
+// otherwise went through every entry of the cache on each of its cycles
+// (about 7 % of the gateway's CPU on an upload of new chat JSON).
 type cleanShard struct {
-	mu         sync.Mutex
-	young, old map[cleanKey]cleanEntry
+	mu               sync.Mutex
+	young, old       map[cleanKey]uint64 // lens
+	youngTok, oldTok map[cleanKey][]string
 }
 
 type cleanKey [2]uint64
@@ -68,7 +73,7 @@ func newCleanCache(entries int) *cleanCache {
 	c := &cleanCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, lensKey: maphash.MakeSeed(),
 		perGen: max(entries/cleanShards/2, 1)}
 	for i := range c.shards {
-		c.shards[i].young = map[cleanKey]cleanEntry{}
+		c.shards[i].young = map[cleanKey]uint64{}
 	}
 	return c
 }
@@ -131,14 +136,16 @@ func (c *cleanCache) get(k cleanKey) (cleanEntry, bool) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.young[k]; ok {
-		return e, true
+	if lens, ok := s.young[k]; ok {
+		return cleanEntry{lens: lens, tokens: s.youngTok[k]}, true
 	}
-	e, ok := s.old[k]
-	if ok {
-		s.put(k, e, c.perGen)
+	lens, ok := s.old[k]
+	if !ok {
+		return cleanEntry{}, false
 	}
-	return e, ok
+	e := cleanEntry{lens: lens, tokens: s.oldTok[k]}
+	s.put(k, e, c.perGen)
+	return e, true
 }
 
 // add remembers k as clean.
@@ -151,9 +158,16 @@ func (c *cleanCache) add(k cleanKey, e cleanEntry) {
 
 func (s *cleanShard) put(k cleanKey, e cleanEntry, perGen int) {
 	if len(s.young) >= perGen {
-		s.old, s.young = s.young, make(map[cleanKey]cleanEntry, perGen)
+		s.old, s.young = s.young, make(map[cleanKey]uint64, perGen)
+		s.oldTok, s.youngTok = s.youngTok, nil
 	}
-	s.young[k] = e
+	s.young[k] = e.lens
+	if len(e.tokens) > 0 {
+		if s.youngTok == nil {
+			s.youngTok = map[cleanKey][]string{}
+		}
+		s.youngTok[k] = e.tokens
+	}
 }
 
 // CleanHits is how many body texts s found clean before and did not scan

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -147,6 +148,31 @@ func TestCleanCacheBounded(t *testing.T) {
 	}
 	if n == 0 || n > 64+2*cleanShards {
 		t.Fatalf("%d entries, want 1 to %d", n, 64+2*cleanShards)
+	}
+}
+
+// An entry keeps its tokens (kept apart from it) through both generations:
+// found in the old one, moved to the young one, and once more when that one
+// turns old; an entry without tokens gets none from a neighbour.
+func TestCleanCacheKeepsTokensAcrossGenerations(t *testing.T) {
+	c := newCleanCache(2 * cleanShards)                                    // one entry per shard and generation
+	key := func(i uint64) cleanKey { return cleanKey{i * cleanShards, i} } // all in shard 0
+	c.add(key(1), cleanEntry{lens: 7, tokens: []string{"fp-a", "fp-b"}})
+	c.add(key(2), cleanEntry{lens: 8}) // key(1) is old now
+	check := func(k cleanKey, lens uint64, tokens ...string) {
+		t.Helper()
+		e, ok := c.get(k)
+		if !ok || e.lens != lens || !slices.Equal(e.tokens, tokens) {
+			t.Fatalf("get %v: %v %v, want lens %d tokens %v", k, e, ok, lens, tokens)
+		}
+	}
+	check(key(1), 7, "fp-a", "fp-b") // from the old generation, moved to the young
+	check(key(1), 7, "fp-a", "fp-b")
+	c.add(key(3), cleanEntry{lens: 9}) // key(1) old again, key(2) dropped
+	check(key(1), 7, "fp-a", "fp-b")
+	check(key(3), 9)
+	if _, ok := c.get(key(2)); ok {
+		t.Fatal("an entry two generations old is still found")
 	}
 }
 
