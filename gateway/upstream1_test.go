@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -363,4 +365,106 @@ func TestBodilessClientLeavingClosesUpstream(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the gateway kept the upstream connection of a client that left")
 	}
+}
+
+// rawTunnel opens an inspected tunnel to other.example.test and returns it
+// with a reader of its answers: requests written to it reach the gateway's
+// HTTP/1.1 server byte for byte.
+func (w *h1World) rawTunnel(t *testing.T) (*tls.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", w.proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	authority := "other.example.test:" + strconv.Itoa(w.up.port)
+	fmt.Fprintf(c, "CONNECT %[1]s HTTP/1.1\r\nHost: %[1]s\r\nProxy-Authorization: Basic %s\r\n\r\n", authority,
+		base64.StdEncoding.EncodeToString([]byte("acme:"+w.token)))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(mustAuthority(t, w.cas, "acme").Certificate())
+	tc := tls.Client(c, &tls.Config{ServerName: "other.example.test", RootCAs: roots, NextProtos: []string{"http/1.1"}})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	return tc, bufio.NewReader(tc)
+}
+
+// The gateway's own path sends the upstream the header ReverseProxy and
+// http.Transport sent for the same request, and the client the same answer
+// header: each header set goes once as a GET (the own path) and once as a
+// DELETE (ReverseProxy, which the own path does not take), and the upstream
+// must see the same fields and values, the client get the same ones back.
+func TestBodilessPathSendsWhatReverseProxySent(t *testing.T) {
+	w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+		answerOK(c, "ok", "Connection: X-Up-Hop", "X-Up-Hop: 1", "Keep-Alive: timeout=5", "Proxy-Connection: keep-alive",
+			"Sluice-Reason: forged", "X-Up: a", "X-Up: b", "Set-Cookie: s=1", "Set-Cookie: t=2", "Trailer: X-Late")
+		return true
+	})
+	headerSets := []string{
+		"Accept-Encoding: br\r\nX-One: 1\r\n",
+		"Accept-Encoding: gzip\r\nConnection: keep-alive, X-Drop\r\nX-Drop: 1\r\nKeep-Alive: 300\r\nX-Kept: 2\r\n",
+		"Accept-Encoding: gzip\r\nTe: trailers, deflate\r\nProxy-Connection: keep-alive\r\nForwarded: for=198.51.100.9\r\nX-Forwarded-For: 198.51.100.9\r\nX-Forwarded-Host: a.example.test\r\nX-Forwarded-Proto: http\r\n",
+		"Accept-Encoding: identity\r\nX-Multi: a\r\nX-Multi: b\r\nx-lower-case: v\r\nX-Empty:\r\nUser-Agent: agent/1.0\r\nContent-Length: 0\r\n",
+		"Accept-Encoding: gzip\r\nTe: gzip\r\nUpgrade-Insecure-Requests: 1\r\nCookie: a=1\r\nCookie: b=2\r\nAuthorization: Bearer not-a-secret\r\n",
+	}
+	tc, br := w.rawTunnel(t)
+	host := "other.example.test:" + strconv.Itoa(w.up.port)
+	var answers []http.Header
+	for _, hs := range headerSets {
+		for _, m := range []string{"GET", "DELETE"} {
+			fmt.Fprintf(tc, "%s /same?q=1 HTTP/1.1\r\nHost: %s\r\n%s\r\n", m, host, hs)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s with %q: %s (%s)", m, hs, resp.Status, resp.Header.Get("Sluice-Reason"))
+			}
+			delete(resp.Header, "Date")
+			answers = append(answers, resp.Header)
+		}
+	}
+	if !headersEqual(answers[0], answers[1]) {
+		t.Errorf("answer header:\nown path gave     %v\nReverseProxy gave %v", answers[0], answers[1])
+	}
+	if v := answers[0].Get("Sluice-Reason") + answers[0].Get("X-Up-Hop"); v != "" {
+		t.Errorf("the client got the upstream's Sluice-Reason or X-Up-Hop: %q", v)
+	}
+	w.up.mu.Lock()
+	seen := append([]*http.Request(nil), w.up.seen...)
+	w.up.mu.Unlock()
+	if len(seen) != 2*len(headerSets) {
+		t.Fatalf("upstream saw %d requests, want %d", len(seen), 2*len(headerSets))
+	}
+	for i, hs := range headerSets {
+		own, rp := seen[2*i], seen[2*i+1]
+		if own.Method != "GET" || rp.Method != "DELETE" {
+			t.Fatalf("order: %s, %s", own.Method, rp.Method)
+		}
+		if own.Host != rp.Host || own.RequestURI != rp.RequestURI {
+			t.Errorf("%q: own path sent %s %s, ReverseProxy %s %s", hs, own.Host, own.RequestURI, rp.Host, rp.RequestURI)
+		}
+		if !headersEqual(own.Header, rp.Header) {
+			t.Errorf("%q:\nown path sent     %v\nReverseProxy sent %v", hs, own.Header, rp.Header)
+		}
+	}
+}
+
+func headersEqual(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a {
+		if !slices.Equal(va, b[k]) {
+			return false
+		}
+	}
+	return true
 }
