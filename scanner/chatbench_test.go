@@ -95,6 +95,36 @@ func BenchmarkScanChatJSON(b *testing.B) {
 	}
 }
 
+// BenchmarkScanChatNew scans a 1 MiB chat upload whose every message is new,
+// with the clean cache on as the gateway runs it (make bench's upload-1MiB):
+// each message is looked up, missed, scanned and added.
+func BenchmarkScanChatNew(b *testing.B) {
+	s := chatScanner(b)
+	body := chatBody(1 << 20)
+	var starts []int // where each message's text begins
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`"content":"`))
+		if j < 0 {
+			break
+		}
+		i += j + len(`"content":"`)
+		starts = append(starts, i)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	cpu := cpuTime()
+	defer func() { reportCPU(b, cpuTime()-cpu, len(body)) }()
+	n := 0
+	for b.Loop() {
+		n++
+		stamp := fmt.Sprintf("%06d", n)
+		for _, at := range starts {
+			copy(body[at:at+len(stamp)], stamp)
+		}
+		scanChatPass(b, s, body)
+	}
+}
+
 // BenchmarkScanChatTurn scans an agent's next turn as the gateway does: the
 // 1 MiB conversation of BenchmarkScanChatJSON, sent before, and one new
 // message of 2 KiB, different each time.
