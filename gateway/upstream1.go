@@ -72,7 +72,10 @@ func (g *Gateway) forwardH1(w http.ResponseWriter, r *http.Request, id rules.Ide
 	pool := g.h1Pool()
 	key := h1Key{tenant: id.Tenant, allow: allowKey(d.AllowAddresses), authority: authority, tls: scheme == "https"}
 	hostHeader := upstreamHost(r.Host, host, authority)
-
+	if err := checkH1Request(out, hostHeader); err != nil {
+		g.refuse(w, r, dialRefusal(id, err, host, port, r.URL.Path))
+		return
+	}
 	res, c, err := g.roundTripH1(r.Context(), pool, key, out, host, port, d.AllowAddresses, hostHeader)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -225,7 +228,10 @@ var hopByHop = []string{
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
 }
 
-var notForwarded = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Content-Length"}
+// notForwarded: the forwarding headers ReverseProxy's Rewrite drops, a
+// length for a body there is none of, and a Host beside the one written
+// (net/http keeps none in a request's Header; two would be read two ways).
+var notForwarded = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Content-Length", "Host"}
 
 // removeHopByHop deletes the hop-by-hop headers of h and those its
 // Connection header names.
@@ -244,12 +250,11 @@ func removeHopByHop(h http.Header) {
 
 func textprotoTrim(s string) string { return strings.Trim(s, " \t") }
 
-// writeH1Request writes out's request line and header to bw: its headers
-// without the hop-by-hop ones, those named by its Connection header, the
-// gateway's own (strippedHeaders) and forwarding headers, and with the
-// upstream's Host. Header names and values are checked as http.Transport
-// checks them: an injected credential cannot add a header line.
-func writeH1Request(bw *bufio.Writer, out *http.Request, hostHeader string) error {
+// checkH1Request reports what of out cannot be written as HTTP/1.1, as
+// http.Transport checks it: a target or Host with a byte that would end the
+// request line, a header name that is no token, a value with a line break
+// or a NUL. So an injected credential cannot add a header line.
+func checkH1Request(out *http.Request, hostHeader string) error {
 	target := out.URL.RequestURI()
 	for i := 0; i < len(target); i++ {
 		if target[i] <= ' ' || target[i] == 0x7f {
@@ -259,6 +264,26 @@ func writeH1Request(bw *bufio.Writer, out *http.Request, hostHeader string) erro
 	if !httpguts.ValidHostHeader(hostHeader) {
 		return errors.New("gateway: invalid Host for the upstream")
 	}
+	for k, vv := range out.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return errors.New("gateway: invalid header name for the upstream")
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				// Not named: a header's name is request data, and this error
+				// reaches the refusal and its incident.
+				return errors.New("gateway: a header value holds a byte HTTP/1.1 cannot carry")
+			}
+		}
+	}
+	return nil
+}
+
+// writeH1Request writes out's request line and header to bw, once
+// checkH1Request passed them: its headers without the hop-by-hop ones,
+// those named by its Connection header, the gateway's own
+// (strippedHeaders) and forwarding headers, and with the upstream's Host.
+func writeH1Request(bw *bufio.Writer, out *http.Request, hostHeader string) error {
 	var named []string // headers the Connection header names
 	for _, v := range out.Header["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
@@ -269,7 +294,7 @@ func writeH1Request(bw *bufio.Writer, out *http.Request, hostHeader string) erro
 	}
 	bw.WriteString(out.Method)
 	bw.WriteByte(' ')
-	bw.WriteString(target)
+	bw.WriteString(out.URL.RequestURI())
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(hostHeader)
 	bw.WriteString("\r\n")
@@ -277,13 +302,7 @@ func writeH1Request(bw *bufio.Writer, out *http.Request, hostHeader string) erro
 		if dropped(k, named) {
 			continue
 		}
-		if !httpguts.ValidHeaderFieldName(k) {
-			return errors.New("gateway: invalid header name for the upstream")
-		}
 		for _, v := range vv {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return errors.New("gateway: invalid value of header " + k + " for the upstream")
-			}
 			if k == "User-Agent" && v == "" {
 				continue
 			}
