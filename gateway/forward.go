@@ -240,8 +240,8 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix, h2 bool) *http.
 func (g *Gateway) SetRootCAs(p *x509.CertPool) {
 	g.mu.Lock()
 	g.RootCAs = p
-	old, oldH1 := g.transports, g.h1
-	g.transports, g.h1 = nil, nil
+	old, oldH1 := g.transports, g.h1.Swap(nil)
+	g.transports = nil
 	g.mu.Unlock()
 	for _, t := range old {
 		t.CloseIdleConnections()

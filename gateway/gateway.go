@@ -153,7 +153,7 @@ type Gateway struct {
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs, MaxWebSocketMessage, ScanBodyLimit and ForwardOversize are read under mu
-	h1         *h1Pool                    // upstream HTTP/1.1 connections for bodiless requests (upstream1.go)
+	h1         atomic.Pointer[h1Pool]     // upstream HTTP/1.1 connections for bodiless requests (upstream1.go); replaced under mu
 	tunnels    map[*tunnel]struct{}
 	draining   bool
 	server     *http.Server

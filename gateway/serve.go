@@ -202,7 +202,7 @@ func (g *Gateway) CloseIdleConnections() {
 	for _, tr := range g.transports {
 		tr.CloseIdleConnections()
 	}
-	if g.h1 != nil {
-		g.h1.close(false)
+	if p := g.h1.Load(); p != nil {
+		p.close(false)
 	}
 }

@@ -350,14 +350,19 @@ func allowKey(allow []netip.Prefix) string {
 }
 
 // h1Pool returns the pool of upstream HTTP/1.1 connections, verified with
-// the current roots.
+// the current roots. Read without g.mu: every small request asks.
 func (g *Gateway) h1Pool() *h1Pool {
+	if p := g.h1.Load(); p != nil {
+		return p
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.h1 == nil {
-		g.h1 = &h1Pool{tls: &tls.Config{RootCAs: g.RootCAs, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}
+	if p := g.h1.Load(); p != nil {
+		return p
 	}
-	return g.h1
+	p := &h1Pool{tls: &tls.Config{RootCAs: g.RootCAs, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}
+	g.h1.Store(p)
+	return p
 }
 
 // dialH1 opens a checked upstream connection for key, with TLS verified
