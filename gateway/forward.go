@@ -233,9 +233,10 @@ func (g *Gateway) transport(tenant string, allow []netip.Prefix, h2 bool) *http.
 // SetRootCAs replaces the roots that verify upstream TLS while the gateway
 // serves (a config reload). It forgets the upstream transports and the
 // HTTP/1.1 pool (upstream1.go), so that the next request dials afresh and
-// verifies with p. Their idle connections are closed; requests already under way finish on theirs, which then close (or,
-// at worst, idle out after IdleConnTimeout on the forgotten transport). It is
-// also how a change of the dialer's static hosts reaches pooled connections.
+// verifies with p. Their idle connections are closed; requests already
+// under way finish on theirs, which then close (or, at worst, idle out after
+// IdleConnTimeout on the forgotten transport). It is also how a change of
+// the dialer's static hosts reaches pooled connections.
 // nil: the system roots.
 func (g *Gateway) SetRootCAs(p *x509.CertPool) {
 	g.mu.Lock()
