@@ -216,13 +216,14 @@ func (g *Gateway) exchangeH1(c *h1Conn, out *http.Request, hostHeader string) (*
 			c.conn.SetReadDeadline(time.Time{})
 			return res, nil
 		}
-		// An interim answer (103 Early Hints, …) is not passed on: read on,
-		// within the same header budget (as http.Transport does).
+		// An interim answer (103 Early Hints, …) is not passed on, where
+		// ReverseProxy passes it: a hint the client can do without. Read
+		// on, within the same header budget (as http.Transport does).
 	}
 }
 
-// hopByHop are the headers that belong to one connection (RFC 9110, 7.6.1)
-// and those ReverseProxy's Rewrite drops, besides strippedHeaders.
+// hopByHop are the headers that belong to one connection (RFC 9110, 7.6.1),
+// which ReverseProxy drops both ways too.
 var hopByHop = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
@@ -238,7 +239,7 @@ var notForwarded = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", 
 func removeHopByHop(h http.Header) {
 	for _, v := range h["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
-			if name = textprotoTrim(name); name != "" {
+			if name = trimOWS(name); name != "" {
 				delete(h, http.CanonicalHeaderKey(name))
 			}
 		}
@@ -248,7 +249,8 @@ func removeHopByHop(h http.Header) {
 	}
 }
 
-func textprotoTrim(s string) string { return strings.Trim(s, " \t") }
+// trimOWS trims the optional white space around a list element.
+func trimOWS(s string) string { return strings.Trim(s, " \t") }
 
 // checkH1Request reports what of out cannot be written as HTTP/1.1, as
 // http.Transport checks it: a target or Host with a byte that would end the
@@ -287,7 +289,7 @@ func writeH1Request(bw *bufio.Writer, out *http.Request, hostHeader string) erro
 	var named []string // headers the Connection header names
 	for _, v := range out.Header["Connection"] {
 		for name := range strings.SplitSeq(v, ",") {
-			if name = textprotoTrim(name); name != "" {
+			if name = trimOWS(name); name != "" {
 				named = append(named, name)
 			}
 		}
