@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,11 +18,9 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -177,21 +174,7 @@ func newBypassWorld(t *testing.T) *bypassWorld {
 	upCA := testnet.NewTestCA(t, "upstream")
 	b.up = startRaw(t, upCA.ServerTLS(t, "api.example.test", "other.example.test", "ws.example.test", "evil.example.test"))
 	b.plain = startRaw(t, nil)
-	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(b.token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, bypassPolicy, b.up.port, b.plain.port), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatalf("load policy: %v", err)
-	}
-	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		t.Fatalf("compile policy: %v", err)
-	}
+	engine := acmePolicy(t, dir, b.token, fmt.Sprintf(bypassPolicy, b.up.port, b.plain.port))
 	secret, err := scanner.FakeSecret("github-pat")
 	if err != nil {
 		t.Fatal(err)

@@ -8,14 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/rules"
@@ -71,23 +68,7 @@ func (p *reloadAfterDecide) Decide(q rules.Query) rules.Decision {
 
 func compileReloadPolicy(t *testing.T, w *world, allow string) *rules.Engine {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.tokens["acme"]+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(path, fmt.Appendf(nil, reloadPolicy, w.up.port, w.plainPort, allow), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return acmePolicy(t, t.TempDir(), w.tokens["acme"], fmt.Sprintf(reloadPolicy, w.up.port, w.plainPort, allow))
 }
 
 // TestDecisionDialsWhatItWasDecidedFor checks that the addresses an entry

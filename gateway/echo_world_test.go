@@ -19,12 +19,10 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
 	"github.com/sluice-egress/sluice/phantom"
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -98,17 +96,7 @@ func newEchoWorld(t *testing.T, h http.Handler, cred *phantom.Credential, secret
 	go plain.Serve(pl)
 	t.Cleanup(func() { plain.Close() })
 
-	os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.token), 0o600)
-	cfgPath := filepath.Join(dir, "sluice.yaml")
-	os.WriteFile(cfgPath, fmt.Appendf(nil, echoPolicy, w.port, w.plainPort), 0o600)
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine := acmePolicy(t, dir, w.token, fmt.Sprintf(echoPolicy, w.port, w.plainPort))
 	key := []byte("0123456789abcdef0123456789abcdef")
 	w.reg = &phantom.Registry{Dir: dir, Key: key}
 	if cred != nil {

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -31,11 +30,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -113,21 +110,7 @@ func newGRPCWorld(t testing.TB) *grpcWorld {
 	t.Cleanup(srv.Stop)
 
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, grpcPolicy, port), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine := acmePolicy(t, dir, w.token, fmt.Sprintf(grpcPolicy, port))
 	w.cas = &ca.Store{Dir: filepath.Join(dir, "ca")}
 	roots := x509.NewCertPool()
 	roots.AddCert(upCA.Cert)

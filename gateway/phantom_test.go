@@ -16,12 +16,10 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
 	"github.com/sluice-egress/sluice/phantom"
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -77,17 +75,7 @@ func newPhantomWorld(t *testing.T, real string) *phantomWorld {
 	go srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { srv.Close() })
 
-	os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.token), 0o600)
-	cfgPath := filepath.Join(dir, "sluice.yaml")
-	os.WriteFile(cfgPath, fmt.Appendf(nil, phantomPolicy, w.port), 0o600)
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine := acmePolicy(t, dir, w.token, fmt.Sprintf(phantomPolicy, w.port))
 	w.secret = filepath.Join(dir, "github.secret")
 	os.WriteFile(w.secret, []byte(real+"\n"), 0o600)
 	key := []byte("0123456789abcdef0123456789abcdef")

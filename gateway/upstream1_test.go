@@ -22,11 +22,9 @@ import (
 	"time"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/internal/testnet"
-	"github.com/sluice-egress/sluice/rules"
 )
 
 // The tests in this file hold the gateway's own HTTP/1.1 path upstream for
@@ -116,21 +114,7 @@ func newH1World(t *testing.T, answer func(c net.Conn, req *http.Request, n int) 
 	dir := t.TempDir()
 	upCA := testnet.NewTestCA(t, "upstream")
 	w := &h1World{up: startScripted(t, upCA.ServerTLS(t, "other.example.test"), answer), token: randomToken(t)}
-	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, bypassPolicy, w.up.port, w.up.port), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	engine := acmePolicy(t, dir, w.token, fmt.Sprintf(bypassPolicy, w.up.port, w.up.port))
 	w.cas = &ca.Store{Dir: filepath.Join(dir, "ca")}
 	gw := &gateway.Gateway{
 		Policy:  engine,

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,12 +23,10 @@ import (
 	"golang.org/x/net/websocket"
 
 	"github.com/sluice-egress/sluice/ca"
-	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/gateway/guard"
 	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/internal/testnet"
-	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
 
@@ -90,21 +87,7 @@ func newWSWorld(t *testing.T, sc gateway.Scanner) *wsWorld {
 	go srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { srv.Close() })
 
-	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(w.token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "sluice.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, wsPolicy, w.port), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatalf("load policy: %v", err)
-	}
-	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
-	if err != nil {
-		t.Fatalf("compile policy: %v", err)
-	}
+	engine := acmePolicy(t, dir, w.token, fmt.Sprintf(wsPolicy, w.port))
 	w.cas = &ca.Store{Dir: filepath.Join(dir, "ca")}
 	w.gw = &gateway.Gateway{
 		Policy:  engine,

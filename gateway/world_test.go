@@ -192,6 +192,28 @@ func newWorldWith(t testing.TB, configure func(*gateway.Gateway)) *world {
 	return w
 }
 
+// acmePolicy writes token as tenant acme's token file and policy as the
+// config into dir, and compiles it, as sluice serve would load it.
+func acmePolicy(t testing.TB, dir, token, policy string) *rules.Engine {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "acme.token"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("load policy: %v", err)
+	}
+	engine, err := rules.Compile(cfg.Policy(), cfg.Token)
+	if err != nil {
+		t.Fatalf("compile policy: %v", err)
+	}
+	return engine
+}
+
 // serveOnLoopback serves gw on a fresh loopback port until the test ends and
 // returns its address.
 func serveOnLoopback(t testing.TB, gw *gateway.Gateway) string {
