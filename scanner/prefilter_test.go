@@ -1,6 +1,8 @@
 package scanner
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -60,6 +62,72 @@ func checkFeatureScan(t *testing.T, text string) {
 	if wf&fB64Run == 0 && len(encodedRuns(text)) > 0 {
 		t.Fatalf("%q: encoded runs without fB64Run", text)
 	}
+}
+
+// TestHexSepPrefilter: where mayHoldHexSep says no, hexSepRuns finds no run
+// whose decoding holds an ASCII byte with two more bytes after it, in texts
+// of separated hex runs of every form (ASCII, UTF-8 whose pairs all start
+// with a letter, mixes) among prose, by each way of the feature pass.
+func TestHexSepPrefilter(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	payloads := []string{"ghp_secret", "AKIA0123", "\u02a0\u02a1\u02a2\u02a3\u02a4\u02a5\u02a6\u02a7\u02a8", "\u02a0\u02a1\u02a2\u02a3\u02a4\u02a5\u02a6\u02a7ab", "\u00e9t\u00e9 caf\u00e9 cr\u00e8me br\u00fbl\u00e9e"}
+	for i, p := range payloads {
+		payloads[i] = unquoteJSON(t, p)
+	}
+	forms := []struct{ prefix, sep string }{{"", "-"}, {"", ":"}, {"", " "}, {"", ","}, {`\x`, ""}, {"0x", ","}, {"0x", ", "}, {"0X", ""}}
+	skipped, found := 0, 0
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + r.IntN(3) {
+			b.WriteString(strings.Repeat("the river runs past the old mill ", r.IntN(3)))
+			payload := payloads[r.IntN(len(payloads))]
+			payload = strings.Repeat(payload, 3)[:min(len(payload)*3, 16+r.IntN(24))]
+			f := forms[r.IntN(len(forms))]
+			for k := 0; k < len(payload); k++ {
+				if k > 0 {
+					b.WriteString(f.sep)
+				}
+				b.WriteString(f.prefix)
+				fmt.Fprintf(&b, "%02x", payload[k])
+			}
+			b.WriteString(strings.Repeat(" and a garden wall", r.IntN(2)))
+		}
+		text := b.String()
+		for name, scan := range featureScanners {
+			g := &segment{text: text, marks: scan(text), scanned: true}
+			if mayHoldHexSep(g) {
+				continue
+			}
+			skipped++
+			for _, run := range hexSepRuns(text) {
+				found++
+				if d := run.decoded; asciiBeforeLastTwo(d) {
+					t.Fatalf("%s: %q skipped, but its run at %d decodes to %q", name, text, run.start, d)
+				}
+			}
+		}
+	}
+	if skipped == 0 || found == 0 {
+		t.Fatalf("the texts never test the prefilter: %d skipped, %d runs found in them", skipped, found)
+	}
+}
+
+// asciiBeforeLastTwo reports whether s has an ASCII byte with two bytes after it.
+func asciiBeforeLastTwo(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] < 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+func unquoteJSON(t *testing.T, s string) string {
+	var out string
+	if err := json.Unmarshal([]byte(`"`+s+`"`), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestFeatureScanBlocks: the block classes meet marks and runs at and
