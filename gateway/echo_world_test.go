@@ -172,18 +172,5 @@ func (w *echoWorld) do(t *testing.T, req *http.Request) (*http.Response, string)
 // TLS inside it, speaking HTTP/1.1.
 func (w *echoWorld) rawTunnel(t *testing.T, host string) (*tls.Conn, *bufio.Reader) {
 	t.Helper()
-	authority := net.JoinHostPort(host, strconv.Itoa(w.port))
-	c, resp := (&world{t: t, proxyAddr: w.proxy}).connect("acme", w.token, authority)
-	if c == nil {
-		t.Fatalf("CONNECT refused: %d %s", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(mustAuthority(t, w.cas, "acme").Certificate())
-	tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: roots, NextProtos: []string{"http/1.1"}})
-	if err := tc.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tc.Close() })
-	tc.SetDeadline(time.Now().Add(10 * time.Second))
-	return tc, bufio.NewReader(tc)
+	return acmeTunnel(t, w.proxy, w.token, w.cas, host, w.port)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -351,31 +350,11 @@ func TestBodilessClientLeavingClosesUpstream(t *testing.T) {
 	}
 }
 
-// rawTunnel opens an inspected tunnel to other.example.test and returns it
-// with a reader of its answers: requests written to it reach the gateway's
-// HTTP/1.1 server byte for byte.
+// rawTunnel opens an inspected tunnel to other.example.test: requests
+// written to it reach the gateway's HTTP/1.1 server byte for byte.
 func (w *h1World) rawTunnel(t *testing.T) (*tls.Conn, *bufio.Reader) {
 	t.Helper()
-	c, err := net.Dial("tcp", w.proxy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	authority := "other.example.test:" + strconv.Itoa(w.up.port)
-	fmt.Fprintf(c, "CONNECT %[1]s HTTP/1.1\r\nHost: %[1]s\r\nProxy-Authorization: Basic %s\r\n\r\n", authority,
-		base64.StdEncoding.EncodeToString([]byte("acme:"+w.token)))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("CONNECT: %v %v", resp, err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(mustAuthority(t, w.cas, "acme").Certificate())
-	tc := tls.Client(c, &tls.Config{ServerName: "other.example.test", RootCAs: roots, NextProtos: []string{"http/1.1"}})
-	if err := tc.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	return tc, bufio.NewReader(tc)
+	return acmeTunnel(t, w.proxy, w.token, w.cas, "other.example.test", w.up.port)
 }
 
 // The gateway's own path sends the upstream the header ReverseProxy and

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
@@ -190,24 +189,7 @@ func wsAccept(key string) string {
 // tunnel opens an inspected tunnel to the upstream and returns its TLS connection.
 func (w *wsWorld) tunnel(t *testing.T) *tls.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", w.proxyAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	auth := base64.StdEncoding.EncodeToString([]byte("acme:" + w.token))
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n", w.authority, w.authority, auth)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("CONNECT: %v %v", resp, err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(mustAuthority(t, w.cas, "acme").Certificate())
-	tc := tls.Client(c, &tls.Config{ServerName: "ws.example.test", RootCAs: pool, NextProtos: []string{"http/1.1"}})
-	if err := tc.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tc.Close() })
+	tc, _ := acmeTunnel(t, w.proxyAddr, w.token, w.cas, "ws.example.test", w.port)
 	return tc
 }
 

@@ -383,6 +383,26 @@ func (w *world) connect(user, token, authority string) (net.Conn, *http.Response
 	return c, resp
 }
 
+// acmeTunnel opens an inspected tunnel for tenant acme to host:port on the
+// gateway at proxy, and TLS inside it for HTTP/1.1 that trusts acme's CA
+// alone; the connection gives up after 10s.
+func acmeTunnel(t testing.TB, proxy, token string, cas *ca.Store, host string, port int) (*tls.Conn, *bufio.Reader) {
+	t.Helper()
+	c, resp := (&world{t: t, proxyAddr: proxy}).connect("acme", token, net.JoinHostPort(host, strconv.Itoa(port)))
+	if c == nil {
+		t.Fatalf("CONNECT refused: %d %s", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	roots := x509.NewCertPool()
+	roots.AddCert(mustAuthority(t, cas, "acme").Certificate())
+	tc := tls.Client(c, &tls.Config{ServerName: host, RootCAs: roots, NextProtos: []string{"http/1.1"}})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tc.Close() })
+	return tc, bufio.NewReader(tc)
+}
+
 // recordingSink keeps every event.
 type recordingSink struct {
 	mu     sync.Mutex

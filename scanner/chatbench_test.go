@@ -85,14 +85,7 @@ func chatBody(size int) []byte {
 func BenchmarkScanChatJSON(b *testing.B) {
 	s := chatScanner(b)
 	s.CleanCacheEntries = -1 // every byte scanned each time
-	body := chatBody(1 << 20)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	cpu := cpuTime()
-	defer func() { reportCPU(b, cpuTime()-cpu, len(body)) }()
-	for b.Loop() {
-		scanChatPass(b, s, body)
-	}
+	benchChat(b, s, chatBody(1<<20), nil)
 }
 
 // BenchmarkScanChatNew scans a 1 MiB chat upload whose every message is new,
@@ -110,19 +103,12 @@ func BenchmarkScanChatNew(b *testing.B) {
 		i += j + len(`"content":"`)
 		starts = append(starts, i)
 	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	cpu := cpuTime()
-	defer func() { reportCPU(b, cpuTime()-cpu, len(body)) }()
-	n := 0
-	for b.Loop() {
-		n++
+	benchChat(b, s, body, func(n int) {
 		stamp := fmt.Sprintf("%06d", n)
 		for _, at := range starts {
 			copy(body[at:at+len(stamp)], stamp)
 		}
-		scanChatPass(b, s, body)
-	}
+	})
 }
 
 // BenchmarkScanChatTurn scans an agent's next turn as the gateway does: the
@@ -136,14 +122,21 @@ func BenchmarkScanChatTurn(b *testing.B) {
 	body := append(append(bytes.Clone(history[:len(history)-len(tail)]), msg...), tail...)
 	at := len(history) - len(tail) + len(`,{"role":"user","content":"turn `)
 	scanChatPass(b, s, body) // the history, first sent
+	benchChat(b, s, body, func(n int) { copy(body[at:at+10], fmt.Sprintf("%010d", n)) })
+}
+
+// benchChat scans body as a chat upload once an op, after change(n) for the
+// nth op (nil: the same body each time), and reports the CPU it took.
+func benchChat(b *testing.B, s *Scanner, body []byte, change func(n int)) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	cpu := cpuTime()
 	defer func() { reportCPU(b, cpuTime()-cpu, len(body)) }()
 	n := 0
 	for b.Loop() {
-		n++
-		copy(body[at:at+10], fmt.Sprintf("%010d", n))
+		if n++; change != nil {
+			change(n)
+		}
 		scanChatPass(b, s, body)
 	}
 }
