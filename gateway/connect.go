@@ -262,7 +262,7 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		return
 	}
 
-	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
+	tun := &innerHandler{g: g, tunnel: t, id: id, host: host, port: port, client: r.RemoteAddr}
 	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
 		defer untrack()
 		g.serveH2(context.WithoutCancel(r.Context()), tlsConn, t, tun)
@@ -290,8 +290,14 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		if pc, ok := c.(*parkConn); ok {
 			pc.setIdle(s == http.StateIdle)
 		}
+		if s == http.StateActive { // the first byte of a request was read
+			t.markServed()
+		}
 	}
-	t.setServer(srv)
+	if !t.setServer(srv) {
+		untrack() // Shutdown began during the handshake; nothing was served
+		return
+	}
 	// On a goroutine of its own: the one this runs on (and the CONNECT's
 	// connection state it holds) need not stay for an idle tunnel's life.
 	go srv.Serve(l)
@@ -300,6 +306,7 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 // innerHandler serves the requests inside one inspected tunnel.
 type innerHandler struct {
 	g      *Gateway
+	tunnel *tunnel
 	id     rules.Identity
 	host   string
 	port   int

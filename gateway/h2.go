@@ -121,7 +121,9 @@ func (g *Gateway) serveH2(ctx context.Context, conn *tls.Conn, t *tunnel, h *inn
 		g.logger().Error("http2 server", logErr, err)
 		return
 	}
-	t.setServer(srv) // Shutdown: GOAWAY, then streams finish
+	if !t.setServer(srv) { // Shutdown: GOAWAY, then streams finish
+		return // Shutdown began during the handshake; nothing was served
+	}
 	sh := &h2Handler{g: g, inner: h, lim: lim, resets: newResetBudget(lim.MaxResets, lim.ResetWindow),
 		closeConn: sync.OnceFunc(func() { conn.Close() })}
 	//lint:ignore SA1019 ServeConn on a connection whose TLS (and ALPN) the gateway already terminated is the way to serve one HTTP/2 connection.
@@ -138,6 +140,7 @@ type h2Handler struct {
 }
 
 func (h *h2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.inner.tunnel.markServed() // Shutdown lets the stream finish
 	if r.Context().Err() != nil {
 		// Reset before its handler ran: nothing is decided or sent.
 		h.cancelled(r)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-egress/sluice/rules"
@@ -25,14 +26,41 @@ type tunnel struct {
 	conns  []net.Conn
 	mu     sync.Mutex
 	srv    *http.Server // the inner server of an inspected tunnel
+	// draining: Shutdown has begun; a tunnel that ends its handshake now is
+	// closed rather than served.
+	draining bool
+	// served: a request (an HTTP/2 stream) has begun in the tunnel. Shutdown
+	// lets such a tunnel finish it; one that has served nothing yet is closed,
+	// not left to net/http's grace for new connections (5 s) or HTTP/2's
+	// preface timeout (10 s).
+	served atomic.Bool
 	done   chan struct{}
 	timer  *time.Timer // TunnelMaxLifetime
 }
 
-func (t *tunnel) setServer(s *http.Server) {
+// setServer records the inner server that serves the tunnel. It returns
+// false when Shutdown has begun: the caller closes the tunnel instead.
+func (t *tunnel) setServer(s *http.Server) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.srv = s
-	t.mu.Unlock()
+	return !t.draining
+}
+
+// drain marks the tunnel as draining and returns its inner server, if it has
+// one yet.
+func (t *tunnel) drain() *http.Server {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.draining = true
+	return t.srv
+}
+
+// markServed records that a request has begun.
+func (t *tunnel) markServed() {
+	if !t.served.Load() {
+		t.served.Store(true)
+	}
 }
 
 func (t *tunnel) close() {
@@ -155,8 +183,8 @@ func (g *Gateway) Serve(l net.Listener) error {
 }
 
 // Shutdown stops accepting clients, lets open tunnels finish the request
-// they are serving (inspected tunnels are closed once idle), and closes what
-// is still open when ctx ends.
+// they are serving (inspected tunnels are closed once idle, or at once when
+// they have served nothing yet), and closes what is still open when ctx ends.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.releaseHolds(func(rules.Identity) bool { return true }, errHoldReleased)
 	g.mu.Lock()
@@ -173,10 +201,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		err = srv.Shutdown(ctx)
 	}
 	for _, t := range open {
-		t.mu.Lock()
-		inner := t.srv
-		t.mu.Unlock()
-		if inner != nil {
+		switch inner := t.drain(); {
+		case inner == nil:
+			// Blind, or a TLS handshake under way (setServer then says to close).
+		case !t.served.Load():
+			t.close()
+		default:
 			// Closes the tunnel's connection once its current request is done.
 			go inner.Shutdown(ctx)
 		}
