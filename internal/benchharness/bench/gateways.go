@@ -154,7 +154,7 @@ func newGateways(dir string) (gw, gwScan *gateway.Gateway, err error) {
 			Logger:        quiet,
 			// Every client is 127.0.0.1 and one tenant: the idle-tunnel measurement
 			// holds thousands of tunnels open at once.
-			Limits: gateway.Limits{MaxConnsPerClient: maxIdleTunnels + 256, MaxConnsPerTenant: maxIdleTunnels + 256},
+			Limits: gateway.Limits{MaxConnsPerClient: maxIdleGateway + 256, MaxConnsPerTenant: maxIdleGateway + 256},
 			// The idle tunnels must outlive the longest -idle-settle (the default is 2 minutes).
 			IdleTimeout: MaxIdleSettle + time.Minute,
 		}

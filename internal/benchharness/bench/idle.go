@@ -11,11 +11,34 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// maxIdleTunnels bounds IdleTunnels' n (the gateways' connection limits are raised to it).
-const maxIdleTunnels = 4000
+// maxIdleGateway bounds the idle tunnels the gateways take from one client (their
+// connection limits are raised to it); the descriptors a process may hold bound them
+// first (MaxIdleTunnels).
+const maxIdleGateway = 100_000
+
+// fdReserve is what a process keeps of its descriptors for everything but idle tunnels:
+// the tunnels opened first, the upstream's pooled connections, files and listeners.
+const fdReserve = 1000
+
+// MaxIdleTunnels is the most idle tunnels IdleTunnels can open via v on this machine: the
+// harness holds each one's client end and, for a blind tunnel or squid (which keep an
+// upstream connection per client connection), the upstream's end too; an inspected
+// tunnel's upstream connection goes back to the gateway's pool after its GET.
+func MaxIdleTunnels(v Via) int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur <= fdReserve {
+		return 0
+	}
+	perTunnel := uint64(2)
+	if v == Gateway || v == GatewayScan {
+		perTunnel = 1
+	}
+	return int(min((lim.Cur-fdReserve)/perTunnel, maxIdleGateway))
+}
 
 // MaxIdleSettle bounds IdleTunnels' settle: the gateways keep idle tunnels a minute longer.
 const MaxIdleSettle = 5 * time.Minute
@@ -65,8 +88,8 @@ func (e *Env) IdleTunnels(v Via, n int, settle time.Duration) (Idle, error) {
 	if settle > MaxIdleSettle {
 		return Idle{}, fmt.Errorf("bench: settle %v: at most %v", settle, MaxIdleSettle)
 	}
-	if n < 1 || n > maxIdleTunnels {
-		return Idle{}, fmt.Errorf("bench: %d idle tunnels: want 1 to %d", n, maxIdleTunnels)
+	if most := MaxIdleTunnels(v); n < 1 || n > most {
+		return Idle{}, fmt.Errorf("bench: %d idle tunnels via %s: want 1 to %d (the descriptors this process may hold bound it: ulimit -n)", n, v, most)
 	}
 	var conns []net.Conn
 	defer func() {
