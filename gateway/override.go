@@ -18,7 +18,9 @@ import (
 // method-override, ASP.NET Core, Laravel and Symfony, gorilla/handlers,
 // Google's APIs) route on instead of the request line's: POST with
 // X-HTTP-Method-Override: DELETE is a DELETE there.
-var overrideHeaders = []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
+// They are kept in canonical form, looked up in the header map directly:
+// Header.Values canonicalises its key on each of every request's calls.
+var overrideHeaders = []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
 
 // pathOverrideHeaders name a path or host other than the request line's
 // that some upstreams route or authorise on. No client has a reason to
@@ -83,7 +85,7 @@ func (g *Gateway) methodOverrides(r *http.Request, q rules.Query) []string {
 func headerOverrides(r *http.Request) []string {
 	var out []string
 	for _, h := range overrideHeaders {
-		for _, v := range r.Header.Values(h) {
+		for _, v := range r.Header[h] {
 			for m := range strings.SplitSeq(v, ",") {
 				out = append(out, strings.ToUpper(strings.TrimSpace(m)))
 			}
