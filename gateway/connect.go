@@ -269,7 +269,10 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		return
 	}
 	// The CONNECT's context, not the CONNECT: the tunnel's server keeps it for its life.
-	base := context.WithoutCancel(r.Context())
+	// The watch lets the gateway's own HTTP/1.1 client learn that the client
+	// left from the tunnel's connection itself (upstream1.go).
+	watch := &clientWatch{}
+	base := context.WithValue(context.WithoutCancel(r.Context()), clientWatchKey{}, watch)
 	srv := &http.Server{
 		Handler:           tun,
 		ReadHeaderTimeout: g.readHeaderTimeout(),
@@ -286,6 +289,7 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 	// Sluice-Reason.
 	l := newParkListener(&replyConn{Conn: tlsConn, log: g.logger(), client: r.RemoteAddr}, untrack,
 		func(d int) { g.parkedTunnels.Add(int64(d)) })
+	l.watch = watch
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
 		if pc, ok := c.(*parkConn); ok {
 			pc.setIdle(s == http.StateIdle)

@@ -38,6 +38,7 @@ type parkListener struct {
 	conn     net.Conn // the tunnel's TLS connection as net/http writes to it
 	onClosed func()   // once, when the connection is closed for good
 	onPark   func(delta int)
+	watch    *clientWatch // told when a read of the client's connection fails
 
 	mu      sync.Mutex
 	pending *parkConn     // not yet accepted
@@ -193,7 +194,13 @@ func (c *parkConn) Read(p []byte) (int, error) {
 	idle, deadline := c.idle, c.deadline
 	c.mu.Unlock()
 	if !idle || len(p) != netHTTPReadBuf || !deadline.IsZero() && time.Until(deadline) <= parkAfter {
-		return c.Conn.Read(p)
+		n, err := c.Conn.Read(p)
+		if err != nil && !isTimeout(err) && c.l.watch != nil {
+			// The client left, or the tunnel was closed: net/http's
+			// background read sees it while a request waits upstream.
+			c.l.watch.clientGone()
+		}
+		return n, err
 	}
 	// Between requests, net/http holding nothing of the connection: wait
 	// parkAfter for the next request here, then park.
