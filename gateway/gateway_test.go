@@ -509,63 +509,47 @@ func TestShutdownClosesIdleTunnels(t *testing.T) {
 	}
 }
 
-// A tunnel whose client finished TLS but sent no request yet serves nothing:
-// Shutdown closes it at once rather than after net/http's 5 s grace for new
-// connections (the bench harness's Close timed out on such a tunnel in CI).
+// A tunnel that has served no request yet is closed at once by Shutdown: one
+// whose client finished TLS and sent nothing (not left to net/http's 5 s
+// grace for new connections, or HTTP/2's preface timeout: the bench
+// harness's Close timed out on such a tunnel in CI), and one still in its
+// handshake when Shutdown began (nothing would ever ask its server to stop).
 func TestShutdownClosesTunnelsBeforeTheirFirstRequest(t *testing.T) {
-	for _, proto := range []string{"http/1.1", "h2"} {
-		t.Run(proto, func(t *testing.T) {
-			w := newWorld(t)
-			c, _ := w.connect("acme", w.tokens["acme"], net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port)))
-			if c == nil {
-				t.Fatal("CONNECT refused")
-			}
-			defer c.Close()
-			tc := tls.Client(c, &tls.Config{ServerName: "api.example.test", RootCAs: w.tenantRoots("acme"), NextProtos: []string{proto}})
-			if err := tc.Handshake(); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, func() bool { return w.gw.OpenTunnels() == 1 })
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			if err := w.gw.Shutdown(ctx); err != nil {
-				t.Fatalf("Shutdown with a tunnel that sent no request: %v", err)
-			}
-			if n := w.gw.OpenTunnels(); n != 0 {
-				t.Errorf("%d tunnels open after Shutdown", n)
-			}
-		})
-	}
-}
-
-// A tunnel still in its TLS handshake when Shutdown begins is closed once the
-// handshake ends: nothing would ever ask its server to stop.
-func TestShutdownClosesTunnelsThatWereHandshaking(t *testing.T) {
-	for _, proto := range []string{"http/1.1", "h2"} {
-		t.Run(proto, func(t *testing.T) {
-			w := newWorld(t)
-			c, _ := w.connect("acme", w.tokens["acme"], net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port)))
-			if c == nil {
-				t.Fatal("CONNECT refused")
-			}
-			defer c.Close()
-			waitFor(t, func() bool { return w.gw.OpenTunnels() == 1 })
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			shut := make(chan error, 1)
-			go func() { shut <- w.gw.Shutdown(ctx) }()
-			time.Sleep(100 * time.Millisecond) // Shutdown has taken its list of tunnels
-			tc := tls.Client(c, &tls.Config{ServerName: "api.example.test", RootCAs: w.tenantRoots("acme"), NextProtos: []string{proto}})
-			if err := tc.Handshake(); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-shut; err != nil {
-				t.Fatalf("Shutdown with a tunnel that was handshaking: %v", err)
-			}
-			if n := w.gw.OpenTunnels(); n != 0 {
-				t.Errorf("%d tunnels open after Shutdown", n)
-			}
-		})
+	for _, handshaking := range []bool{false, true} {
+		for _, proto := range []string{"http/1.1", "h2"} {
+			t.Run(fmt.Sprintf("%s/handshaking=%v", proto, handshaking), func(t *testing.T) {
+				w := newWorld(t)
+				c, _ := w.connect("acme", w.tokens["acme"], net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port)))
+				if c == nil {
+					t.Fatal("CONNECT refused")
+				}
+				defer c.Close()
+				handshake := func() {
+					tc := tls.Client(c, &tls.Config{ServerName: "api.example.test", RootCAs: w.tenantRoots("acme"), NextProtos: []string{proto}})
+					if err := tc.Handshake(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !handshaking {
+					handshake()
+				}
+				waitFor(t, func() bool { return w.gw.OpenTunnels() == 1 })
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				shut := make(chan error, 1)
+				go func() { shut <- w.gw.Shutdown(ctx) }()
+				if handshaking {
+					time.Sleep(100 * time.Millisecond) // Shutdown has taken its list of tunnels
+					handshake()
+				}
+				if err := <-shut; err != nil {
+					t.Fatalf("Shutdown: %v", err)
+				}
+				if n := w.gw.OpenTunnels(); n != 0 {
+					t.Errorf("%d tunnels open after Shutdown", n)
+				}
+			})
+		}
 	}
 }
 
