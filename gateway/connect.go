@@ -262,7 +262,7 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		return
 	}
 
-	tun := &innerHandler{g: g, tunnel: t, id: id, host: host, port: port, client: r.RemoteAddr}
+	tun := &innerHandler{g: g, id: id, host: host, port: port, client: r.RemoteAddr}
 	if tlsConn.ConnectionState().NegotiatedProtocol == "h2" {
 		defer untrack()
 		g.serveH2(context.WithoutCancel(r.Context()), tlsConn, t, tun)
@@ -294,8 +294,11 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 		if pc, ok := c.(*parkConn); ok {
 			pc.setIdle(s == http.StateIdle)
 		}
-		if s == http.StateActive { // the first byte of a request was read
-			t.markServed()
+		if s == http.StateActive && !t.served.Load() {
+			// A request's header was read: net/http serves it unless it
+			// is shutting down already (it drops a request whose header
+			// ends after that), and Shutdown lets it finish.
+			t.served.Store(true)
 		}
 	}
 	if !t.setServer(srv) {
@@ -310,7 +313,6 @@ func (g *Gateway) inspectConn(r *http.Request, client net.Conn, id rules.Identit
 // innerHandler serves the requests inside one inspected tunnel.
 type innerHandler struct {
 	g      *Gateway
-	tunnel *tunnel
 	id     rules.Identity
 	host   string
 	port   int

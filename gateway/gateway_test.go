@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -550,6 +552,49 @@ func TestShutdownClosesTunnelsBeforeTheirFirstRequest(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An HTTP/2 client that sent its preface is told GOAWAY at Shutdown, which
+// lets it know which of its streams were served, rather than having its
+// connection cut: only a tunnel whose client has sent nothing is closed at
+// once. (HTTP/1.1 has no such message: net/http drops a request whose header
+// ends after Shutdown began.)
+func TestShutdownSendsGoAwayAfterThePreface(t *testing.T) {
+	w := newWorld(t)
+	c, _ := w.connect("acme", w.tokens["acme"], net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port)))
+	if c == nil {
+		t.Fatal("CONNECT refused")
+	}
+	defer c.Close()
+	tc := tls.Client(c, &tls.Config{ServerName: "api.example.test", RootCAs: w.tenantRoots("acme"), NextProtos: []string{"h2"}})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	fr := http2.NewFramer(tc, tc)
+	if _, err := io.WriteString(tc, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the gateway has read the preface
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- w.gw.Shutdown(ctx) }()
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("connection ended without GOAWAY: %v", err)
+		}
+		if _, ok := f.(*http2.GoAwayFrame); ok {
+			break
+		}
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }
 

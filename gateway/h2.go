@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -127,7 +128,24 @@ func (g *Gateway) serveH2(ctx context.Context, conn *tls.Conn, t *tunnel, h *inn
 	sh := &h2Handler{g: g, inner: h, lim: lim, resets: newResetBudget(lim.MaxResets, lim.ResetWindow),
 		closeConn: sync.OnceFunc(func() { conn.Close() })}
 	//lint:ignore SA1019 ServeConn on a connection whose TLS (and ALPN) the gateway already terminated is the way to serve one HTTP/2 connection.
-	h2s.ServeConn(conn, &http2.ServeConnOpts{Context: ctx, BaseConfig: srv, Handler: sh})
+	h2s.ServeConn(&servedConn{Conn: conn, served: &t.served}, &http2.ServeConnOpts{Context: ctx, BaseConfig: srv, Handler: sh})
+}
+
+// servedConn marks its tunnel served once the client's first bytes (its
+// preface) arrive: from then on Shutdown sends GOAWAY and lets the streams
+// finish, where a connection that sent nothing is closed at once. The
+// embedded *tls.Conn keeps ConnectionState, which the HTTP/2 server reads.
+type servedConn struct {
+	*tls.Conn
+	served *atomic.Bool
+}
+
+func (c *servedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.served.Load() {
+		c.served.Store(true)
+	}
+	return n, err
 }
 
 // h2Handler serves one stream: the tunnel's handler, plus what HTTP/2 adds.
@@ -140,7 +158,6 @@ type h2Handler struct {
 }
 
 func (h *h2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.inner.tunnel.markServed() // Shutdown lets the stream finish
 	if r.Context().Err() != nil {
 		// Reset before its handler ran: nothing is decided or sent.
 		h.cancelled(r)

@@ -29,10 +29,11 @@ type tunnel struct {
 	// draining: Shutdown has begun; a tunnel that ends its handshake now is
 	// closed rather than served.
 	draining bool
-	// served: a request (an HTTP/2 stream) has begun in the tunnel. Shutdown
-	// lets such a tunnel finish it; one that has served nothing yet is closed,
-	// not left to net/http's grace for new connections (5 s) or HTTP/2's
-	// preface timeout (10 s).
+	// served: a request's header was read (HTTP/1.1, connect.go), or the
+	// client's first bytes, its preface, arrived (HTTP/2, h2.go). Shutdown
+	// lets such a tunnel finish what it serves; one that has not is closed
+	// at once, not left to net/http's grace for new connections (5 s) or
+	// HTTP/2's preface timeout (10 s).
 	served atomic.Bool
 	done   chan struct{}
 	timer  *time.Timer // TunnelMaxLifetime
@@ -54,13 +55,6 @@ func (t *tunnel) drain() *http.Server {
 	defer t.mu.Unlock()
 	t.draining = true
 	return t.srv
-}
-
-// markServed records that a request has begun.
-func (t *tunnel) markServed() {
-	if !t.served.Load() {
-		t.served.Store(true)
-	}
 }
 
 func (t *tunnel) close() {
