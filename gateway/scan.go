@@ -22,7 +22,11 @@ type Scanner interface {
 	Scan(ctx context.Context, req *scanner.Request) (*scanner.Result, error)
 }
 
-var _ Scanner = (*scanner.Scanner)(nil)
+var (
+	_ Scanner         = (*scanner.Scanner)(nil)
+	_ ScanFootprinter = (*scanner.Scanner)(nil)
+	_ ScanFootprinter = (*scanner.Holder)(nil)
+)
 
 // ReasonScanFailed is sent when the scanner failed or ran out of time;
 // ReasonScanBusy when the bytes already held for scanning left no room.
@@ -91,6 +95,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		}
 	}
 	if recErr != nil && res.Verdict != scanner.Block {
+		res.Release()
 		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
 			c.Close()
 		}
@@ -98,6 +103,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		return false
 	}
 	if res.Verdict == scanner.Block {
+		res.Release()
 		if c, ok := r.Body.(io.Closer); ok && r.Body != nil {
 			c.Close()
 		}
@@ -150,12 +156,18 @@ func withoutWebSocketKey(h http.Header) (http.Header, string) {
 }
 
 // scannedBody forwards what the scanner returned and closes the original.
+// The scanner's copy goes back to its pool once read to its end.
 type scannedBody struct {
 	io.Reader
 	orig io.ReadCloser
 }
 
-func (b *scannedBody) Close() error { return b.orig.Close() }
+func (b *scannedBody) Close() error {
+	if c, ok := b.Reader.(io.Closer); ok {
+		c.Close()
+	}
+	return b.orig.Close()
+}
 
 // check scans one message. It returns nil, nil when the message may go on,
 // else what step returns to end the session.
@@ -213,6 +225,9 @@ func (g *Gateway) scanMessage(ctx context.Context, id rules.Identity, host strin
 	res, err := g.safeScan(ctx, req)
 	if g.OnScan != nil {
 		g.OnScan(time.Since(start))
+	}
+	if res != nil {
+		res.Release() // the message goes on from its own bytes
 	}
 	return res, err
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -268,6 +269,15 @@ func startUpstream(t testing.TB, cfg *tls.Config) *upstream {
 		brw.Flush()
 	})
 	mux.HandleFunc("/wsecho", wsEcho)
+	mux.HandleFunc("/sum", func(rw http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		n, err := io.Copy(h, r.Body)
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(rw, "%d %x", n, h.Sum(nil))
+	})
 	mux.HandleFunc("/", func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rw.Header().Set("X-Upstream-Host", r.Host)

@@ -154,7 +154,12 @@ func sizeHint(enc string, b []byte, max int64) int {
 
 // readAllHint is io.ReadAll into a buffer of about hint bytes first.
 func readAllHint(r io.Reader, hint int) ([]byte, error) {
-	b := make([]byte, 0, max(hint, 512))
+	return readInto(r, make([]byte, 0, max(hint, 512)))
+}
+
+// readInto is io.ReadAll appending to b, which is grown (copied) only
+// when r holds more than its capacity.
+func readInto(r io.Reader, b []byte) ([]byte, error) {
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

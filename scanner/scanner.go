@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Defaults for a zero Scanner.
@@ -218,7 +219,7 @@ func (s *Scanner) Scan(ctx context.Context, req *Request) (*Result, error) {
 	return s.scan(ctx, req, true)
 }
 
-func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result, error) {
+func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Result, err error) {
 	res := &Result{BodyLen: -1}
 	var segs []*segment
 	var extra []Finding
@@ -232,14 +233,40 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 	var encodings []string
 	var plain []byte
 	ar := scanArenas.Get().(*scanArena)
+	var pooled *bodyBuf // raw's buffer while it may go back to its pool (bodybuf.go)
+	var rawBody *bytes.Reader
 	if req.Body != nil {
 		max := s.maxBody()
-		buf, err := readAllHint(io.LimitReader(req.Body, max+1), bodyHint(req, max))
+		pooled = takeBody(bodyHint(req, max))
+		buf, err := readInto(io.LimitReader(req.Body, max+1), pooled.b)
+		if unsafe.SliceData(buf) != unsafe.SliceData(pooled.b) {
+			pooled.release() // outgrown: buf is a copy
+			pooled = nil
+		}
 		if err != nil {
+			if pooled != nil {
+				pooled.release()
+			}
 			return nil, fmt.Errorf("scanner: read body: %w", err)
 		}
 		raw = buf
-		res.Body, res.BodyLen = bytes.NewReader(raw), int64(len(raw))
+		rawBody = bytes.NewReader(raw)
+		res.Body, res.BodyLen = rawBody, int64(len(raw))
+		// What forwards the body gives its buffer back (Result.Release); a
+		// body that goes nowhere (an error, a redacted copy forwarded
+		// instead, the redaction's own check) goes back here. Nothing else
+		// refers to the buffer past this scan: the segments go with the
+		// arena, and the findings are copied out of it (scanArena.release).
+		defer func() {
+			switch {
+			case pooled == nil:
+			case redact && err == nil && res.Body == rawBody:
+				pooled.b = raw
+				res.Body = newPooledBody(pooled)
+			default:
+				pooled.release()
+			}
+		}()
 		if int64(len(raw)) > max {
 			// What was read is scanned as it came (a compressed body is not
 			// decoded in part): only the tail beyond it goes on unchecked, when
@@ -258,7 +285,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (*Result,
 			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body", Snippet: snippet})
 			segs = append(segs, bodySegments(head, req.Header.Get("Content-Type"), headEnc, ar)...)
 			res.Body, res.BodyLen = io.MultiReader(bytes.NewReader(raw), req.Body), -1
-			raw = nil
+			raw, pooled = nil, nil // raw is read on: the collector takes its buffer
 		} else {
 			encodings = contentEncodings(req.Header)
 			p, err := decompress(raw, encodings, max)
