@@ -241,7 +241,9 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 				out = append(out, child(r.enc, r.decoded))
 			}
 		}
-		if hasPercent(g.text) {
+		// The feature pass saw every byte: without a '%' (a '\\', or an
+		// '=' for quoted-printable) the decoder's own search is skipped.
+		if g.features().f&fAnyPercent != 0 && hasPercent(g.text) {
 			levels := 0
 			d, ok := decodeLines(g.text, '%', hasPercent, func(l string) string {
 				d, n := percentLevels(l)
@@ -252,12 +254,12 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 				out = append(out, child(strings.TrimSuffix(strings.Repeat(encPercent+" > ", levels), " > "), d))
 			}
 		}
-		if hasEscapes(g.text) {
+		if g.features().f&fAnyBackslash != 0 && hasEscapes(g.text) {
 			if d, ok := decodeLines(g.text, '\\', hasEscapes, unescape); ok {
 				out = append(out, child(encEscapes, d))
 			}
 		}
-		if hasQP(g.text) {
+		if g.features().f&fAssign != 0 && hasQP(g.text) {
 			if d, ok := qpLines(g.text); ok {
 				out = append(out, child(encQP, d))
 			}
@@ -316,7 +318,7 @@ func linesHolding(text string, a, b byte) iter.Seq[string] {
 // none of them, this saves hexSepRuns' own pass (9 % of a scan of text
 // without a keyword).
 func mayHoldHexSep(g *segment) bool {
-	return g.features().f&(fDelimHex|fEth) != 0 || strings.Contains(g.text, `\x`)
+	return g.features().f&(fDelimHex|fEth) != 0 || g.features().f&fAnyBackslash != 0 && strings.Contains(g.text, `\x`)
 }
 
 // maskOf is what replaces a secret: as long as the secret, so that lengths

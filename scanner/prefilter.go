@@ -5,19 +5,21 @@ import "math/bits"
 // Features of a text that the own detectors need, found in one pass, so
 // that a detector whose marks are absent does not read the text at all.
 const (
-	fCardDigits = 1 << iota // 13 digits close together
-	fIBAN                   // two capitals and two digits
-	fBase58                 // a 26-112 character word of base58 digits
-	fKeyShape               // a provider prefix: gh?_ sk- k_live_ SG. glpat- xox?-
-	fJWT                    // eyJ
-	fEth                    // 0x
-	fBech32                 // bc1, tb1
-	fLongRun                // minHexKeyRun base64 bytes in a row: a hex private key may be there
-	fAssign                 // = or :
-	fPercent                // %2525
-	fDelimHex               // hex bytes split by a delimiter
-	fWords                  // a BIP-39 phrase: 12 to 24 wordlist words in a row with its checksum
-	fB64Run                 // minBase64Run base64 or base64url bytes in a row: encodedRuns may find one
+	fCardDigits   = 1 << iota // 13 digits close together
+	fIBAN                     // two capitals and two digits
+	fBase58                   // a 26-112 character word of base58 digits
+	fKeyShape                 // a provider prefix: gh?_ sk- k_live_ SG. glpat- xox?-
+	fJWT                      // eyJ
+	fEth                      // 0x
+	fBech32                   // bc1, tb1
+	fLongRun                  // minHexKeyRun base64 bytes in a row: a hex private key may be there
+	fAssign                   // = or :
+	fPercent                  // %2525
+	fDelimHex                 // hex bytes split by a delimiter
+	fWords                    // a BIP-39 phrase: 12 to 24 wordlist words in a row with its checksum
+	fB64Run                   // minBase64Run base64 or base64url bytes in a row: encodedRuns may find one
+	fAnyPercent               // a %: percent-encoding may be there
+	fAnyBackslash             // a \: escapes may be there
 )
 
 // Byte classes for features.
@@ -211,10 +213,14 @@ func scanFeatureBytes(s string) featureMarks {
 					f |= fKeyShape
 				}
 			case '%':
+				f |= fAnyPercent
 				if i+4 < len(s) && s[i+1:i+5] == "2525" {
 					f |= fPercent
 				}
 			}
+		}
+		if c == '\\' {
+			f |= fAnyBackslash
 		}
 		// Any other byte ends words and digit runs.
 		if c != '-' {

@@ -24,6 +24,7 @@ BYTES32(eqByte<>, 0x3d3d3d3d3d3d3d3d)
 BYTES32(colonByte<>, 0x3a3a3a3a3a3a3a3a)
 BYTES32(dotByte<>, 0x2e2e2e2e2e2e2e2e)
 BYTES32(pctByte<>, 0x2525252525252525)
+BYTES32(bslashByte<>, 0x5c5c5c5c5c5c5c5c)
 
 // White space by its low nibble (VPSHUFB): ' ' at 0, '\t' '\n' '\r' at 9,
 // 10, 13; 0xff, which no byte below 0x80 equals, elsewhere. A byte from
@@ -79,7 +80,9 @@ GLOBL spaceTable<>(SB), RODATA|NOPTR, $32
 	VPCMPEQB dotByte<>(SB), Y0, Y5; \
 	MASK(Y5, h+80); \
 	VPCMPEQB pctByte<>(SB), Y0, Y6; \
-	MASK(Y6, h+88)
+	MASK(Y6, h+88); \
+	VPCMPEQB bslashByte<>(SB), Y0, Y5; \
+	MASK(Y5, h+96)
 
 // func featureMasksAVX2(p *byte, blocks int, out *blockMasks)
 //
@@ -105,7 +108,7 @@ loop:
 	HALF(0, 0)
 	HALF(32, 4)
 	ADDQ $64, SI
-	ADDQ $96, DI
+	ADDQ $104, DI // unsafe.Sizeof(blockMasks{})
 	DECQ CX
 	JNZ loop
 

@@ -17,7 +17,7 @@ func TestFeatureMasks(t *testing.T) {
 		for i := range b {
 			b[i] = byte(r.IntN(256))
 			if n%2 == 0 { // bytes of every class, not only of the high half
-				const classes = "aZz0 9\t\n\r=:_-.%+/,\x80\xff\x00`{@[/"
+				const classes = "aZz0 9\t\n\r=:_-.%+/,\x80\xff\x00`{@[/\\"
 				b[i] = classes[r.IntN(len(classes))]
 			}
 		}

@@ -60,6 +60,7 @@ type blockMasks struct {
 	assign              uint64 // '=' and ':'
 	dash, under         uint64 // '-', '_'
 	dot, pct            uint64 // '.', '%'
+	bslash              uint64 // '\\'
 }
 
 // classifyBlocks fills out with the classes of the blocks of s from first
@@ -120,6 +121,12 @@ func after(x, nx uint64, k uint) uint64 { return x>>k | nx<<(64-k) }
 func (m *maskScan) block(base int, p, c, n *blockMasks) {
 	if c.assign != 0 {
 		m.f |= fAssign
+	}
+	if c.pct != 0 {
+		m.f |= fAnyPercent
+	}
+	if c.bslash != 0 {
+		m.f |= fAnyBackslash
 	}
 	if m.f&(fB64Run|fLongRun) != fB64Run|fLongRun {
 		m.b64Runs(c.b64)
@@ -499,6 +506,7 @@ const (
 	mUnder
 	mDot
 	mPct
+	mBslash
 )
 
 var maskClass = func() (t [256]uint16) {
@@ -534,6 +542,8 @@ var maskClass = func() (t [256]uint16) {
 			k |= mDot
 		case '%':
 			k |= mPct
+		case '\\':
+			k |= mBslash
 		}
 		t[c] = k
 	}
@@ -561,6 +571,7 @@ func featureMasksGo(p *byte, blocks int, out *blockMasks) {
 			m.under |= bit & -uint64(t>>9&1)
 			m.dot |= bit & -uint64(t>>10&1)
 			m.pct |= bit & -uint64(t>>11&1)
+			m.bslash |= bit & -uint64(t>>12&1)
 		}
 		o[k] = m
 	}

@@ -16,7 +16,7 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 	m := fakeMnemonic(16)
 	parts := []string{" ", "  ", "\n", "\t", ".", ",", ":", "=", "_", "-", "%2525", "5", "0x", "bc1", "tb1", "key", "Key", "KEY", "eyJ",
 		"ghp_", "sk-", "k_", "SG.", "glpat-", "xoxb-", "DE89", "4111 1111 1111 1111", "de:ad:be:ef:00:11", "abandon ", "zoo ", "the ",
-		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", strings.Repeat("9f", 16), strings.Repeat("9xKm", 20), strings.Repeat("z", 113), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
+		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", "\\", "\\x41", strings.Repeat("9f", 16), strings.Repeat("9xKm", 20), strings.Repeat("z", 113), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
 	r := rand.New(rand.NewPCG(21, 22))
 	phrases := 0
 	for n := 0; n < 50000; n++ {
@@ -136,7 +136,7 @@ func unquoteJSON(t *testing.T, s string) string {
 func TestFeatureScanBlocks(t *testing.T) {
 	m := fakeMnemonic(12)
 	marks := []string{"4111 1111 1111 1111", "4111-1111-1111-1111", "DE89", "1BoatSLRHtKNngkdXEeobR76b6LR", "ghp_", "gh_", "k_", "sk-",
-		"glpat-", "xoxb-", "eyJ", "0x", "0X", "bc1", "TB1", "de:ad:be:ef:00:11", "ab-cd-ef", "=", ":", "%2525", "SG.",
+		"glpat-", "xoxb-", "eyJ", "0x", "0X", "bc1", "TB1", "de:ad:be:ef:00:11", "ab-cd-ef", "=", ":", "%2525", "SG.", "\\", "\\x41",
 		strings.Repeat("a", 16), strings.Repeat("Q", 64), strings.Repeat("7", 26), strings.Repeat("9xKm", 28), strings.Repeat("9xKm", 29),
 		"123456" + strings.Repeat(" ", 70) + "1234567", "123456" + strings.Repeat("- ", 70) + "123456", strings.Repeat("-", 64) + "1234567890123",
 		m, m + " zoo", "zoo " + m, m + ".", m + "1", m + " Zoo", m + " é", "é " + m, "\t" + m + "\n"}
@@ -330,10 +330,14 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 					f |= fKeyShape
 				}
 			case '%':
+				f |= fAnyPercent
 				if i+4 < len(s) && s[i+1:i+5] == "2525" {
 					f |= fPercent
 				}
 			}
+		}
+		if c == '\\' {
+			f |= fAnyBackslash
 		}
 		// Any other byte ends words and digit runs.
 		if c != '-' {
