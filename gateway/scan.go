@@ -156,18 +156,15 @@ func withoutWebSocketKey(h http.Header) (http.Header, string) {
 }
 
 // scannedBody forwards what the scanner returned and closes the original.
-// The scanner's copy goes back to its pool once read to its end.
+// The scanner's copy goes back to its pool once read to its end (nothing
+// closes this body: ReverseProxy hands the transport a wrapper whose Close
+// does nothing).
 type scannedBody struct {
 	io.Reader
 	orig io.ReadCloser
 }
 
-func (b *scannedBody) Close() error {
-	if c, ok := b.Reader.(io.Closer); ok {
-		c.Close()
-	}
-	return b.orig.Close()
-}
+func (b *scannedBody) Close() error { return b.orig.Close() }
 
 // check scans one message. It returns nil, nil when the message may go on,
 // else what step returns to end the session.

@@ -136,7 +136,7 @@ func (r *Result) Release() {
 // Decoded layers are not counted: most bodies have none.
 func (s *Scanner) ScanFootprint(n int64) int64 { return bodySlack(n) }
 
-// ScanFootprint is the current scanner's.
+// ScanFootprint is the same for the scanner in force: its buffers' rounding.
 func (h *Holder) ScanFootprint(n int64) int64 { return bodySlack(n) }
 
 func bodySlack(n int64) int64 {
