@@ -124,6 +124,57 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 	return b, nil
 }
 
+// streamJSON segments a compressed JSON body as it is decompressed, so
+// that the decompressed body is never held whole beside its segments' texts
+// (which are about as large). It returns nil segments and no error when it
+// does not apply (no or several codings, not JSON by its type, not one
+// JSON value), and the caller decompresses the body and segments it then;
+// errTooLarge as decompress does.
+func streamJSON(raw []byte, contentType string, encodings []string, max int64, ar *scanArena) ([]*segment, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if len(encodings) != 1 || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return nil, nil
+	}
+	r, closeFn, err := decoder(encodings[0], raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", encodings[0], err)
+	}
+	defer closeFn()
+	segs, ok, err := jsonSegmentsStream(&maxReader{r: r, left: max}, sizeHint(encodings[0], raw, max), slices.Clone(encodings), ar)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, errTooLarge
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", encodings[0], err)
+	case !ok:
+		return nil, nil // bodySegments decides what else the text is
+	}
+	if segs == nil {
+		segs = []*segment{} // a JSON value without strings: it applied
+	}
+	return segs, nil
+}
+
+// maxReader is r that fails with errTooLarge past left bytes.
+type maxReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (m *maxReader) Read(p []byte) (int, error) {
+	if m.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > m.left+1 {
+		p = p[:m.left+1]
+	}
+	n, err := m.r.Read(p)
+	if m.left -= int64(n); m.left < 0 {
+		return n, errTooLarge
+	}
+	return n, err
+}
+
 // decompressPrefix decodes the first bytes of a compressed body whose rest is
 // not read (an oversize body the policy forwards): each layer yields what its
 // truncated input holds, at most max bytes, and a layer that fails part way

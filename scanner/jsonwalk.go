@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"encoding/binary"
+	"io"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -16,6 +17,76 @@ import (
 // the caller then walks with the decoder. Its texts, paths and segments
 // are cut from ar (nil: from new memory).
 func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool) {
+	return jsonWalk(&jsonInput{b: b, size: len(b)}, chain, ar)
+}
+
+// jsonSegmentsStream is jsonSegmentsFast over what r yields (a body as it
+// is decompressed), read through a window that slides on as the walk goes:
+// the whole decompressed body is never held, only its segments' texts and
+// the window, which grows to hold the longest string. size is the expected
+// length of the text (it sizes the first arena). err is r's error, which
+// the walk stops at (ok is then false).
+func jsonSegmentsStream(r io.Reader, size int, chain []string, ar *scanArena) (segs []*segment, ok bool, err error) {
+	return jsonSegmentsWindow(r, jsonWindow, size, chain, ar)
+}
+
+// jsonSegmentsWindow is jsonSegmentsStream with a first window of n bytes.
+func jsonSegmentsWindow(r io.Reader, n, size int, chain []string, ar *scanArena) (segs []*segment, ok bool, err error) {
+	in := &jsonInput{b: make([]byte, 0, n), r: r, size: size}
+	segs, ok = jsonWalk(in, chain, ar)
+	if in.err != nil {
+		return nil, false, in.err
+	}
+	return segs, ok, nil
+}
+
+// jsonWindow is jsonSegmentsStream's first window.
+const jsonWindow = 256 << 10
+
+// jsonInput is the bytes jsonWalk reads: all of a body (r nil), or a window
+// over a stream.
+type jsonInput struct {
+	b    []byte
+	r    io.Reader
+	size int   // the text's expected length
+	err  error // r's error (not io.EOF), which ends the walk
+}
+
+// more slides the window past b[:i] and fills it from r, returning where
+// b[i] is now and false when r had nothing more. A window that b[i:] fills
+// is doubled first: a token is read whole, or read again from its start
+// once more is in, and filling the window bounds how often.
+func (in *jsonInput) more(i int) (int, bool) {
+	if in.r == nil {
+		return i, false
+	}
+	keep := len(in.b) - i
+	if keep == cap(in.b) {
+		grown := make([]byte, keep, 2*cap(in.b))
+		copy(grown, in.b[i:])
+		in.b = grown
+	} else {
+		in.b = in.b[:copy(in.b[:cap(in.b)], in.b[i:])]
+	}
+	for len(in.b) < cap(in.b) {
+		n, err := in.r.Read(in.b[len(in.b):cap(in.b)])
+		in.b = in.b[:len(in.b)+n]
+		if err != nil {
+			if err != io.EOF {
+				in.err = err
+			}
+			in.r = nil
+			break
+		}
+	}
+	return 0, len(in.b) > keep && in.err == nil
+}
+
+// jsonWalk is jsonSegmentsFast over in: a token that runs into the end of
+// the window is read again from its start once the window has moved on.
+func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
+	b := in.b
+	var more bool // in.more's answer (b is reset after each call, not in a closure: the loop keeps b in registers)
 	type frame struct {
 		obj  bool
 		path string // the path of the container itself
@@ -52,9 +123,9 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 			// The first arena holds b's strings and the keys that prefix
 			// them, which rarely come to more than b and an eighth; a
 			// later one an eighth of b more.
-			n := len(b)/8 + 64
+			n := in.size/8 + 64
 			if texts == nil {
-				n += len(b)
+				n += in.size
 			}
 			texts = ar.bytes(max(len(t), n))
 		}
@@ -105,7 +176,13 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 		}
 		state = wantCommaOrClose
 	}
-	for i := 0; i < len(b); {
+	for i := 0; ; {
+		if i == len(b) {
+			i, more = in.more(i)
+			if b = in.b; !more {
+				break
+			}
+		}
 		c := b[i]
 		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 			i++
@@ -136,13 +213,19 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 			i++
 		case c == '"' && (isValue || state == wantKey || state == wantKeyOrClose):
 			isKey := state == wantKey || state == wantKeyOrClose
-			scratch = scratch[:0]
-			if n := len(stack); !isKey && n > 0 && stack[n-1].obj {
-				scratch = append(append(scratch, stack[n-1].key...), ": "...)
-			}
 			var end int
-			if end, scratch = appendString(scratch, b, i); end < 0 {
-				return nil, false
+			for {
+				scratch = scratch[:0]
+				if n := len(stack); !isKey && n > 0 && stack[n-1].obj {
+					scratch = append(append(scratch, stack[n-1].key...), ": "...)
+				}
+				if end, scratch = appendString(scratch, b, i); end >= 0 {
+					break
+				}
+				i, more = in.more(i)
+				if b = in.b; !more {
+					return nil, false
+				}
 			}
 			i = end + 1
 			if isKey {
@@ -164,6 +247,11 @@ func jsonSegmentsFast(b []byte, chain []string, ar *scanArena) ([]*segment, bool
 			valueDone()
 		case isValue:
 			n := scalarEnd(b, i)
+			for (n < 0 || n == len(b)) && in.r != nil {
+				i, _ = in.more(i)
+				b = in.b
+				n = scalarEnd(b, i)
+			}
 			if n < 0 {
 				return nil, false
 			}

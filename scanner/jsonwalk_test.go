@@ -3,11 +3,14 @@ package scanner
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // segView is what a segment shows the rules and the findings.
@@ -83,8 +86,16 @@ func FuzzJSONSegments(f *testing.F) {
 	f.Add([]byte(`[-0.5e+7,true,false,null,{"a":{}},[],""]`))
 	f.Add([]byte(`[01, 1., .5, -, tru, "\x", "\u12", 1 2, {"a" "b"}, {"a":1,}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if _, ok := jsonSegmentsFast(b, nil, nil); ok != json.Valid(b) {
+		whole, ok := jsonSegmentsFast(b, nil, nil)
+		if ok != json.Valid(b) {
 			t.Fatalf("fast walk ok %v, json.Valid %v", ok, !ok)
+		}
+		// The walk over a window gives what the walk over the whole does,
+		// wherever the window's edges and the reads' ends fall.
+		window := 1 + len(b)%13
+		got, okW, err := jsonSegmentsWindow(&chunkReader{b: b, seed: uint64(len(b))}, window, len(b), nil, nil)
+		if err != nil || okW != ok || ok && !reflect.DeepEqual(views(got), views(whole)) {
+			t.Fatalf("window of %d: %v %v %+v\nwhole: %v %+v", window, okW, err, views(got), ok, views(whole))
 		}
 		fast, okF := jsonSegments(b, nil, nil)
 		slow, okS := jsonSegmentsDecoder(b, nil)
@@ -92,6 +103,70 @@ func FuzzJSONSegments(f *testing.F) {
 			t.Fatalf("fast %v %+v\nslow %v %+v", okF, views(fast), okS, views(slow))
 		}
 	})
+}
+
+// chunkReader yields b in reads of 1 to 9 bytes, at random.
+type chunkReader struct {
+	b    []byte
+	seed uint64
+	r    *rand.Rand
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if c.r == nil {
+		c.r = rand.New(rand.NewPCG(c.seed, 7))
+	}
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 1+c.r.IntN(9))], c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// TestJSONSegmentsStream: the walk through a sliding window gives the
+// walk's segments over the whole text, for windows far smaller than its
+// strings (which it grows to hold) and reads that end anywhere, escapes
+// and multi-byte runes cut at the window's edge included; a read error
+// ends it with that error.
+func TestJSONSegmentsStream(t *testing.T) {
+	texts := []string{
+		`{"model":"m","temperature":0.2,"stream":false,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`,
+		`{"k\"q":"a\\b\/c\n\t\r\b\f\u0041\u00e9\u20ac","x y":"\ud83d\ude00 pair","lone":"\ud800 hi \udc00"}`,
+		"{\"ключ\":\"значение \xf0\x9f\x98\x80\",\"1a\":\"v\"}",
+		` [ "a" , 12345678901234567890 , -2.5E+3 , true, false, null, "b" ] `,
+		`-12.5e3`,
+		string(chatBody(64 << 10)),
+		`{"a":"b"} {"c":"d"}`,
+		`{"a":"b"`,
+		`["a",tru]`,
+		`["a",1`,
+	}
+	for _, text := range texts {
+		b := []byte(text)
+		whole, ok := jsonSegmentsFast(b, []string{"gzip"}, nil)
+		for _, window := range []int{1, 2, 5, 64, 4096} {
+			for seed := range uint64(3) {
+				got, okW, err := jsonSegmentsWindow(&chunkReader{b: b, seed: seed}, window, len(b), []string{"gzip"}, nil)
+				if err != nil || okW != ok || !reflect.DeepEqual(views(got), views(whole)) {
+					t.Fatalf("%.40q, window %d: %v %v, whole %v (%d and %d segments)", text, window, okW, err, ok, len(got), len(whole))
+				}
+			}
+		}
+	}
+	if segs, ok := jsonSegmentsFast([]byte(texts[0]), nil, nil); !ok || len(segs) != 5 {
+		t.Fatalf("reference walk: %v, %d segments", ok, len(segs))
+	}
+	broken := errors.New("broken stream")
+	_, ok, err := jsonSegmentsWindow(io.MultiReader(strings.NewReader(`{"a":"b","c":"d`), iotest.ErrReader(broken)), 4, 0, nil, nil)
+	if ok || !errors.Is(err, broken) {
+		t.Fatalf("read error: ok %v, err %v", ok, err)
+	}
+	// A valid text with an error after its end (gzip's checksum) is an error too.
+	_, ok, err = jsonSegmentsWindow(io.MultiReader(strings.NewReader(`{"a":"b"}`), iotest.ErrReader(broken)), 64, 0, nil, nil)
+	if ok || !errors.Is(err, broken) {
+		t.Fatalf("error after the value: ok %v, err %v", ok, err)
+	}
 }
 
 // TestStrSpecialIn: the eight-byte test of appendString flags every word

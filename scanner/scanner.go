@@ -232,6 +232,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 	var raw []byte
 	var encodings []string
 	var plain []byte
+	streamed := false // the body was segmented as it was decompressed: plain is not kept
 	ar := scanArenas.Get().(*scanArena)
 	var pooled *bodyBuf // raw's buffer while it may go back to its pool (bodybuf.go)
 	var rawBody *bytes.Reader
@@ -288,7 +289,12 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 			raw, pooled = nil, nil // raw is read on: the collector takes its buffer
 		} else {
 			encodings = contentEncodings(req.Header)
-			p, err := decompress(raw, encodings, max)
+			ct := req.Header.Get("Content-Type")
+			walked, err := streamJSON(raw, ct, encodings, max, ar)
+			p := raw
+			if walked == nil && err == nil {
+				p, err = decompress(raw, encodings, max)
+			}
 			switch {
 			case errors.Is(err, errTooLarge):
 				extra = append(extra, Finding{Kind: KindOversize, Rule: RuleDecompressed, Where: "body",
@@ -296,9 +302,12 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 					Snippet:  fmt.Sprintf("decompresses to more than %d bytes", max)})
 			case err != nil:
 				return nil, fmt.Errorf("scanner: body: %w", err)
+			case walked != nil:
+				streamed = true
+				segs = append(segs, walked...)
 			default:
 				plain = p
-				segs = append(segs, bodySegments(plain, req.Header.Get("Content-Type"), encodings, ar)...)
+				segs = append(segs, bodySegments(plain, ct, encodings, ar)...)
 			}
 		}
 	}
@@ -314,6 +323,11 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 		res.Path = safePath(req.URL.Path, res.Findings)
 	}
 	if res.Verdict == Redact && redact {
+		if streamed {
+			if plain, err = decompress(raw, encodings, s.maxBody()); err != nil {
+				return nil, fmt.Errorf("scanner: body: %w", err)
+			}
+		}
 		if err := s.redact(ctx, req, plain, encodings, res); err != nil {
 			// What could not be redacted is not forwarded.
 			for i := range res.Findings {
