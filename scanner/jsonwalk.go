@@ -117,17 +117,21 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 		texts []byte
 		paths []byte
 		segs  []segment
+		cut   int // bytes of the text arenas taken
 	)
 	text := func(t []byte) string {
 		if cap(texts)-len(texts) < len(t) {
 			// The first arena holds b's strings and the keys that prefix
 			// them, which rarely come to more than b and an eighth; a
-			// later one an eighth of b more.
-			n := in.size/8 + 64
+			// later one an eighth of b more, or a quarter of what the
+			// arenas hold so far when the size was guessed short (a
+			// compressed body's).
+			n := max(in.size/8, cut/4) + 64
 			if texts == nil {
 				n += in.size
 			}
 			texts = ar.bytes(max(len(t), n))
+			cut += cap(texts)
 		}
 		n := len(texts)
 		texts = append(texts, t...)

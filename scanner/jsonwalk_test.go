@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -156,6 +157,13 @@ func TestJSONSegmentsStream(t *testing.T) {
 	}
 	if segs, ok := jsonSegmentsFast([]byte(texts[0]), nil, nil); !ok || len(segs) != 5 {
 		t.Fatalf("reference walk: %v, %d segments", ok, len(segs))
+	}
+	// A size guessed far too short (a compressed body's) still cuts the
+	// texts from a few arenas, not one per string.
+	var ar scanArena
+	body := chatBody(1 << 20)
+	if _, ok, err := jsonSegmentsWindow(bytes.NewReader(body), 4096, 16, nil, &ar); !ok || err != nil || len(ar.bufs) > 48 {
+		t.Fatalf("a 1 MiB text guessed at 16 bytes: ok %v, err %v, %d arenas", ok, err, len(ar.bufs))
 	}
 	broken := errors.New("broken stream")
 	_, ok, err := jsonSegmentsWindow(io.MultiReader(strings.NewReader(`{"a":"b","c":"d`), iotest.ErrReader(broken)), 4, 0, nil, nil)
