@@ -43,13 +43,20 @@ func jsonSegmentsWindow(r io.Reader, n, size int, chain []string, ar *scanArena)
 // jsonWindow is jsonSegmentsStream's first window.
 const jsonWindow = 256 << 10
 
-// jsonInput is the bytes jsonWalk reads: all of a body (r nil), or a window
-// over a stream.
+// jsonInput is the bytes jsonWalk reads: all of a body (r nil), a window
+// over a stream, or a body as it is read (fill).
 type jsonInput struct {
 	b    []byte
 	r    io.Reader
 	size int   // the text's expected length
 	err  error // r's error (not io.EOF), which ends the walk
+	// fill: b is the body itself, which more reads on into (growing it as
+	// readInto does) and never slides.
+	fill bool
+	// emit, when set, takes the groups cut so far whenever they hold batch
+	// bytes of text (pipeline.add); the walk returns the rest.
+	emit  func([]*segment)
+	batch int
 }
 
 // more slides the window past b[:i] and fills it from r, returning where
@@ -59,6 +66,9 @@ type jsonInput struct {
 func (in *jsonInput) more(i int) (int, bool) {
 	if in.r == nil {
 		return i, false
+	}
+	if in.fill {
+		return i, in.fillMore(len(in.b) - i)
 	}
 	keep := len(in.b) - i
 	if keep == cap(in.b) {
@@ -80,6 +90,29 @@ func (in *jsonInput) more(i int) (int, bool) {
 		}
 	}
 	return 0, len(in.b) > keep && in.err == nil
+}
+
+// fillMore reads on into the body: at least one byte, and at least as
+// many as the token being read already holds, so that a long token arriving
+// in many reads is read again a few times, not once per read.
+func (in *jsonInput) fillMore(pending int) bool {
+	start := len(in.b)
+	want := start + max(pending, 1)
+	for len(in.b) < want {
+		if len(in.b) == cap(in.b) {
+			in.b = append(in.b, 0)[:len(in.b)]
+		}
+		n, err := in.r.Read(in.b[len(in.b):cap(in.b)])
+		in.b = in.b[:len(in.b)+n]
+		if err != nil {
+			if err != io.EOF {
+				in.err = err
+			}
+			in.r = nil
+			break
+		}
+	}
+	return len(in.b) > start && in.err == nil
 }
 
 // jsonWalk is jsonSegmentsFast over in: a token that runs into the end of
@@ -114,10 +147,11 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 		// thousand strings. A text's bytes are never written again once
 		// it is cut (an arena that fills is left to its texts, and a new
 		// one begun), so the texts can share the arena's memory.
-		texts []byte
-		paths []byte
-		segs  []segment
-		cut   int // bytes of the text arenas taken
+		texts   []byte
+		paths   []byte
+		segs    []segment
+		cut     int // bytes of the text arenas taken
+		emitted int // text bytes in out not yet handed to in.emit
 	)
 	text := func(t []byte) string {
 		if cap(texts)-len(texts) < len(t) {
@@ -248,6 +282,12 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 			g := newSegment()
 			*g = segment{where: elemPath(), chain: chain, text: text(scratch), body: true}
 			out = append(out, g)
+			if in.emit != nil {
+				if emitted += len(g.text); emitted >= in.batch {
+					in.emit(out)
+					out, emitted = nil, 0
+				}
+			}
 			valueDone()
 		case isValue:
 			n := scalarEnd(b, i)

@@ -82,6 +82,10 @@ type Scanner struct {
 	initErr error
 	clean   *cleanCache  // nil: off
 	running atomic.Int32 // scans inspecting now
+	// wholeBodies: a JSON body is inspected once it was read, not while
+	// (pipeline.go); for the tests that compare the two.
+	wholeBodies bool
+	earlyJobs   atomic.Uint64 // the pipeline's jobs inspected before their body was all read
 }
 
 func (s *Scanner) init() error {
@@ -236,10 +240,27 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 	ar := scanArenas.Get().(*scanArena)
 	var pooled *bodyBuf // raw's buffer while it may go back to its pool (bodybuf.go)
 	var rawBody *bytes.Reader
+	// A JSON body is inspected while it is read (pipeline.go); the
+	// pipeline is stopped on every way out that does not finish it.
+	var pipe *pipeline
+	var tail []*segment // the body's groups the pipeline has not been given
+	defer func() {
+		if pipe != nil {
+			pipe.abandon()
+		}
+	}()
 	if req.Body != nil {
 		max := s.maxBody()
 		pooled = takeBody(bodyHint(req, max))
-		buf, err := readInto(io.LimitReader(req.Body, max+1), pooled.b)
+		var buf []byte
+		var err error
+		walked := false // the pipeline's walk read the body as one JSON value
+		if pipelined(req) && !s.wholeBodies {
+			pipe = s.newPipeline(ctx, req, segs, max)
+			buf, tail, walked, err = pipe.read(io.LimitReader(req.Body, max+1), pooled.b, ar)
+		} else {
+			buf, err = readInto(io.LimitReader(req.Body, max+1), pooled.b)
+		}
 		if unsafe.SliceData(buf) != unsafe.SliceData(pooled.b) {
 			pooled.release() // outgrown: buf is a copy
 			pooled = nil
@@ -268,7 +289,15 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 				pooled.release()
 			}
 		}()
-		if int64(len(raw)) > max {
+		if int64(len(raw)) > max || !walked {
+			if pipe != nil {
+				pipe.abandon() // inspected again, as it came or as a whole
+				pipe = nil
+			}
+		}
+		if pipe != nil {
+			plain = raw
+		} else if int64(len(raw)) > max {
 			// What was read is scanned as it came (a compressed body is not
 			// decoded in part): only the tail beyond it goes on unchecked, when
 			// the policy forwards oversize bodies at all.
@@ -311,7 +340,13 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 			}
 		}
 	}
-	found, err := s.inspect(ctx, req, segs)
+	var found []Finding
+	if pipe != nil {
+		found, err = pipe.finish(tail)
+		pipe = nil
+	} else {
+		found, err = s.inspect(ctx, req, segs)
+	}
 	ar.release(found)
 	if err != nil {
 		return nil, err
@@ -364,6 +399,11 @@ func bodyHint(req *Request, max int64) int {
 // A detector of its own kind plugs in here: it gets one segment with its
 // layers (segs) and what the rules found in them (found).
 func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]Finding, error) {
+	return s.inspectWith(ctx, req, top, s.newInspectShared(req))
+}
+
+// newInspectShared is what the groups of one scan share.
+func (s *Scanner) newInspectShared(req *Request) *inspectShared {
 	sh := &inspectShared{}
 	if s.Canaries != nil {
 		sh.canaryLens = s.Canaries.Lengths()
@@ -382,6 +422,11 @@ func (s *Scanner) inspect(ctx context.Context, req *Request, top []*segment) ([]
 			maps.Copy(sh.tokenLens, sh.canaryLens)
 		}
 	}
+	return sh
+}
+
+// inspectWith is inspect with what the groups share.
+func (s *Scanner) inspectWith(ctx context.Context, req *Request, top []*segment, sh *inspectShared) ([]Finding, error) {
 	// A large body's groups are inspected on the cores no other scan is
 	// using: an agent's call waits for its scan, and a 1 MiB conversation
 	// is thousands of groups that need nothing of each other. Splitting
