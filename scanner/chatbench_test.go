@@ -94,21 +94,26 @@ func BenchmarkScanChatJSON(b *testing.B) {
 func BenchmarkScanChatNew(b *testing.B) {
 	s := chatScanner(b)
 	body := chatBody(1 << 20)
-	var starts []int // where each message's text begins
-	for i := 0; ; {
-		j := bytes.Index(body[i:], []byte(`"content":"`))
-		if j < 0 {
-			break
-		}
-		i += j + len(`"content":"`)
-		starts = append(starts, i)
-	}
+	starts := messageStarts(body)
 	benchChat(b, s, body, func(n int) {
 		stamp := fmt.Sprintf("%06d", n)
 		for _, at := range starts {
 			copy(body[at:at+len(stamp)], stamp)
 		}
 	})
+}
+
+// messageStarts is where each message's text begins in a chat body.
+func messageStarts(body []byte) []int {
+	var starts []int
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`"content":"`))
+		if j < 0 {
+			return starts
+		}
+		i += j + len(`"content":"`)
+		starts = append(starts, i)
+	}
 }
 
 // BenchmarkScanChatTurn scans an agent's next turn as the gateway does: the

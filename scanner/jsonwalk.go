@@ -78,18 +78,24 @@ func (in *jsonInput) more(i int) (int, bool) {
 	} else {
 		in.b = in.b[:copy(in.b[:cap(in.b)], in.b[i:])]
 	}
-	for len(in.b) < cap(in.b) {
-		n, err := in.r.Read(in.b[len(in.b):cap(in.b)])
-		in.b = in.b[:len(in.b)+n]
-		if err != nil {
-			if err != io.EOF {
-				in.err = err
-			}
-			in.r = nil
-			break
-		}
+	for len(in.b) < cap(in.b) && in.read() {
 	}
 	return 0, len(in.b) > keep && in.err == nil
+}
+
+// read reads once into the room b has left; false: r has ended (at its
+// end, or with err).
+func (in *jsonInput) read() bool {
+	n, err := in.r.Read(in.b[len(in.b):cap(in.b)])
+	in.b = in.b[:len(in.b)+n]
+	if err != nil {
+		if err != io.EOF {
+			in.err = err
+		}
+		in.r = nil
+		return false
+	}
+	return true
 }
 
 // fillMore reads on into the body: at least one byte, and at least as
@@ -102,13 +108,7 @@ func (in *jsonInput) fillMore(pending int) bool {
 		if len(in.b) == cap(in.b) {
 			in.b = append(in.b, 0)[:len(in.b)]
 		}
-		n, err := in.r.Read(in.b[len(in.b):cap(in.b)])
-		in.b = in.b[:len(in.b)+n]
-		if err != nil {
-			if err != io.EOF {
-				in.err = err
-			}
-			in.r = nil
+		if !in.read() {
 			break
 		}
 	}
