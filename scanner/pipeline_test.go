@@ -170,9 +170,8 @@ func TestPipelineFindsWhatTheWholeBodyShows(t *testing.T) {
 	}
 }
 
-// TestPipelineReadError: a body that breaks off fails the scan, with the
-// pipeline's workers stopped (the race detector and the leak check of
-// TestMain see them otherwise).
+// TestPipelineReadError: a body that breaks off fails the scan, and the
+// pipeline's workers are stopped (the scanner counts none running after).
 func TestPipelineReadError(t *testing.T) {
 	s := testScanner(t)
 	broken := errors.New("connection reset")
