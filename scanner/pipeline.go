@@ -53,7 +53,8 @@ type pipeline struct {
 	cancel  context.CancelFunc
 	workers int // started
 	wg      sync.WaitGroup
-	reading atomic.Bool // the body is still being read
+	reading atomic.Bool  // the body is still being read
+	busy    atomic.Int32 // workers inspecting a job now
 
 	mu       sync.Mutex
 	more     sync.Cond // on mu: a job was queued, or the queue closed
@@ -166,8 +167,6 @@ func (p *pipeline) start(n int) {
 // work inspects jobs until there are none. A panic ends the scan: it is
 // raised again in the scan's own goroutine, where the gateway recovers it.
 func (p *pipeline) work() {
-	p.s.running.Add(1)
-	defer p.s.running.Add(-1)
 	defer func() {
 		if r := recover(); r != nil {
 			p.mu.Lock()
@@ -186,7 +185,7 @@ func (p *pipeline) work() {
 		if p.ctx.Err() != nil {
 			continue // failed, out of time or dropped: finish sees the job not done
 		}
-		found, err := p.s.inspectGroups(p.ctx, p.req, j.segs, p.sh)
+		found, err := p.inspect(j.segs)
 		if p.reading.Load() {
 			p.s.earlyJobs.Add(1)
 		}
@@ -202,6 +201,18 @@ func (p *pipeline) work() {
 	}
 }
 
+// inspect inspects one job's groups, counted among the running scans
+// while it does: a worker waiting for a body that trickles in holds no core.
+func (p *pipeline) inspect(segs []*segment) ([]Finding, error) {
+	p.s.running.Add(1)
+	p.busy.Add(1)
+	defer func() {
+		p.busy.Add(-1)
+		p.s.running.Add(-1)
+	}()
+	return p.s.inspectGroups(p.ctx, p.req, segs, p.sh)
+}
+
 // finish inspects tail and what is still queued, on the cores the other
 // scans leave, and returns every job's findings in order.
 func (p *pipeline) finish(tail []*segment) ([]Finding, error) {
@@ -214,7 +225,7 @@ func (p *pipeline) finish(tail []*segment) ([]Finding, error) {
 		p.add(tail)
 	}
 	p.close()
-	others := int(p.s.running.Load()) - p.workers
+	others := int(p.s.running.Load() - p.busy.Load())
 	p.start(min(runtime.GOMAXPROCS(0)-others, maxInspectParts) - 1 - p.workers)
 	p.wg.Go(p.work) // the scan's own share, under the same recover
 	p.wg.Wait()
