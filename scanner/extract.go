@@ -131,8 +131,7 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 // JSON value), and the caller decompresses the body and segments it then;
 // errTooLarge as decompress does.
 func streamJSON(raw []byte, contentType string, encodings []string, max int64, ar *scanArena) ([]*segment, error) {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	if len(encodings) != 1 || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+	if mt, _, _ := mime.ParseMediaType(contentType); len(encodings) != 1 || !jsonType(mt) {
 		return nil, nil
 	}
 	r, closeFn, err := decoder(encodings[0], raw)
@@ -285,7 +284,7 @@ func bodySegments(b []byte, contentType string, encodings []string, ar *scanAren
 	chain := slices.Clone(encodings)
 	mt, params, _ := mime.ParseMediaType(contentType)
 	switch {
-	case mt == "application/json" || strings.HasSuffix(mt, "+json") || (mt == "" || mt == "text/plain") && json1(b):
+	case jsonType(mt) || (mt == "" || mt == "text/plain") && json1(b):
 		if segs, ok := jsonSegments(b, chain, ar); ok {
 			return segs
 		}
@@ -308,6 +307,9 @@ func bodySegments(b []byte, contentType string, encodings []string, ar *scanAren
 	// written to after, and a copy would be as large as the body.
 	return []*segment{{where: "body", chain: chain, text: bytesString(b), body: true, line: 1}}
 }
+
+// jsonType reports whether the media type mt says JSON.
+func jsonType(mt string) bool { return mt == "application/json" || strings.HasSuffix(mt, "+json") }
 
 // json1 reports whether b looks like a JSON object or array.
 func json1(b []byte) bool {

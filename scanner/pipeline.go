@@ -6,7 +6,6 @@ import (
 	"mime"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -34,7 +33,7 @@ func pipelined(req *Request) bool {
 		return false
 	}
 	mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+	return jsonType(mt)
 }
 
 // pipeline inspects the groups of one body in jobs, in the order they
@@ -76,9 +75,7 @@ type pipeJob struct {
 const pipeBatch = 64 << 10
 
 func (s *Scanner) newPipeline(ctx context.Context, req *Request, head []*segment, maxBody int64) *pipeline {
-	// The head is a copy: a job's groups are let go as they are inspected
-	// (inspectGroups), and an abandoned pipeline's caller inspects its own.
-	p := &pipeline{s: s, parent: ctx, ctx: ctx, req: req, sh: s.newInspectShared(req), head: slices.Clone(head),
+	p := &pipeline{s: s, parent: ctx, ctx: ctx, req: req, sh: s.newInspectShared(req), head: head,
 		batch: max(pipeBatch, int(maxBody/256))} // a few hundred jobs at most
 	p.more.L = &p.mu
 	return p
@@ -112,7 +109,10 @@ func (p *pipeline) add(segs []*segment) {
 	if first {
 		p.ctx, p.cancel = context.WithCancel(p.parent)
 		if len(p.head) > 0 {
-			p.push(p.head)
+			// A copy: a job's groups are let go as they are inspected
+			// (inspectGroups), and an abandoned pipeline's caller
+			// inspects its own.
+			p.push(slices.Clone(p.head))
 		}
 	}
 	p.push(segs)

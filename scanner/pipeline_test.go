@@ -269,3 +269,35 @@ func TestPipelineTimeoutFailsClosed(t *testing.T) {
 		t.Fatalf("err %v (verdict %v), want ErrTimeout", err, res != nil && res.Verdict == Pass)
 	}
 }
+
+// brokenCanaries panics when asked about a token, as a store that broke
+// might.
+type brokenCanaries struct{}
+
+func (brokenCanaries) Canary(string) (string, bool) { panic("canary store broke") }
+func (brokenCanaries) Lengths() map[int]bool        { return map[int]bool{5: true} }
+
+// TestPipelinePanicReachesTheScan: a panic in a pipeline worker is raised
+// in the goroutine that called Scan (where the gateway recovers it and
+// refuses), never swallowed into a verdict, and the workers are gone.
+func TestPipelinePanicReachesTheScan(t *testing.T) {
+	s := testScanner(t)
+	s.Canaries = brokenCanaries{}
+	before := runtime.NumGoroutine()
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		res, err := s.Scan(context.Background(), jsonRequest(bytes.NewReader(chatBody(1<<20))))
+		t.Errorf("Scan returned (%v, %v) instead of panicking", res != nil, err)
+	}()
+	if got != "canary store broke" {
+		t.Fatalf("recovered %v, want the worker's panic", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines (%d before the scan) after the panic", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
