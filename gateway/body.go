@@ -44,7 +44,7 @@ func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, id rules.Ide
 	}
 	limit, forward := g.scanLimits()
 	if g.Scanner != nil && !forward && r.ContentLength > limit {
-		inc, _ := g.recordFinding(r.Context(), r, id, host, port, r.URL.Path, scanner.Finding{
+		inc, _ := g.recordFinding(r.Context(), r, id, host, port, g.evidencePath(r.Context(), id.Tenant, r.URL.Path), scanner.Finding{
 			Kind: scanner.KindOversize, Rule: scanner.RuleOversize, Where: "body", Action: scanner.Block,
 			Snippet: fmt.Sprintf("declared %d bytes, over %d", r.ContentLength, limit)})
 		writeRefusal(w, http.StatusRequestEntityTooLarge, scanner.ReasonOversize, inc,

@@ -48,6 +48,29 @@ type discardSink struct{}
 
 func (discardSink) Emit(context.Context, incident.Incident) (string, error) { return "", nil }
 
+// PathMasker may be implemented by a Scanner to mask what its rules find
+// in a path that was not scanned with its request (scanner.SafePath).
+type PathMasker interface {
+	SafePath(ctx context.Context, tenant, path string) string
+}
+
+// evidencePath is the path of a request that was not scanned (or not
+// yet) as its incident keeps it: what the rules find masked, then what
+// looks like data replaced (incident.RedactPath): the shape heuristics
+// alone miss tokens the rules know (a GitHub token without a digit). A
+// scanner that panics on it leaves no path.
+func (g *Gateway) evidencePath(ctx context.Context, tenant, p string) (kept string) {
+	if m, ok := g.Scanner.(PathMasker); ok && p != "" && p != "/" {
+		defer func() {
+			if recover() != nil {
+				kept = "/{redacted}"
+			}
+		}()
+		p = m.SafePath(context.WithoutCancel(ctx), tenant, p)
+	}
+	return incident.RedactPath(p)
+}
+
 // recordFinding is the one place a finding becomes an event: it emits the
 // finding of r (for the run id, towards host:port) as an incident keeping
 // path, logs it, and returns the incident id or "". The caller sets the

@@ -351,7 +351,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) (strin
 	e := incident.Incident{
 		Time: time.Now(), Tenant: f.id.Tenant, Class: f.id.Class, Run: f.id.Run,
 		Kind: "deny", Reason: f.reason, Action: cmp.Or(f.action, "block"),
-		Host: host, Port: port, Method: method, Path: incident.RedactPath(path),
+		Host: host, Port: port, Method: method, Path: g.evidencePath(ctx, f.id.Tenant, path),
 	}
 	if r != nil {
 		e.Client = r.RemoteAddr

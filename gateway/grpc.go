@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -239,7 +238,7 @@ func (b *grpcBody) oversize(where string) error {
 
 // block records f and refuses the stream with reason.
 func (b *grpcBody) block(where string, f scanner.Finding, reason string) error {
-	inc, _ := b.g.recordFinding(context.WithoutCancel(b.r.Context()), b.r, b.id, b.host, b.port, incident.RedactPath(b.r.URL.Path), f)
+	inc, _ := b.g.recordFinding(context.WithoutCancel(b.r.Context()), b.r, b.id, b.host, b.port, b.g.evidencePath(b.r.Context(), b.id.Tenant, b.r.URL.Path), f)
 	return b.setBlocked(reason, inc)
 }
 

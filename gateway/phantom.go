@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/phantom"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
@@ -151,7 +150,7 @@ func (g *Gateway) credentials(w http.ResponseWriter, r *http.Request, id rules.I
 // where its phantom belongs: it got hold of a real one.
 func (g *Gateway) alertRealCredential(r *http.Request, id rules.Identity, host string, port int, u *phantom.Use, fp string) error {
 	where, _ := u.Where()
-	_, err := g.recordFinding(r.Context(), r, id, host, port, incident.RedactPath(r.URL.Path), scanner.Finding{
+	_, err := g.recordFinding(r.Context(), r, id, host, port, g.evidencePath(r.Context(), id.Tenant, r.URL.Path), scanner.Finding{
 		Kind: KindCredential, Rule: ReasonRealCredential + ":" + u.Credential.Name, Where: where,
 		Snippet: "a value of the credential's kind that is not its phantom", Fingerprint: fp, Action: scanner.Alert,
 	})

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluice-egress/sluice/gateway"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // lockedBuffer is a log destination safe for the gateway's goroutines.
@@ -30,18 +34,21 @@ func (l *lockedBuffer) String() string {
 
 // TestRefusalsKeepNoTokens: a refused request is not scanned, yet its path
 // and host are kept as evidence; what looks like a token in them (a UUID, a
-// 40-hex value, a token-shaped label of a malformed host) reaches neither
-// the incident nor the log.
+// 40-hex value, a token-shaped label of a malformed host, a token only the
+// rules recognise) reaches neither the incident nor the log.
 func TestRefusalsKeepNoTokens(t *testing.T) {
-	w := newWorld(t)
+	w := newWorldWith(t, func(g *gateway.Gateway) { g.Scanner = &scanner.Scanner{} })
 	logs := &lockedBuffer{}
 	w.gw.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	uuid := "550e8400-e29b-41d4-a716-446655440000"
 	hex40 := "da39a3ee5e6b4b0d3255bfef95601890afd80709"
 	label := "tok_k9XqT2mZ7vLp4RwA8sJd"
+	// A token of one case without a digit has no shape RedactPath knows:
+	// only the rules recognise it.
+	pat := "ghp_" + fakeLower(36)
 
 	c := w.acme()
-	for _, p := range []string{"/admin/" + uuid, "/hooks/" + hex40 + "/send"} {
+	for _, p := range []string{"/admin/" + uuid, "/hooks/" + hex40 + "/send", "/repos/" + pat + "/contents"} {
 		resp, err := c.Get(w.url("api.example.test", p))
 		if err != nil {
 			t.Fatal(err)
@@ -62,10 +69,10 @@ func TestRefusalsKeepNoTokens(t *testing.T) {
 	events := fmt.Sprintf("%+v", w.sink.events)
 	n := len(w.sink.events)
 	w.sink.mu.Unlock()
-	if n < 4 {
-		t.Fatalf("%d events, want 4", n)
+	if n < 5 {
+		t.Fatalf("%d events, want 5", n)
 	}
-	for _, secret := range []string{uuid, hex40, label} {
+	for _, secret := range []string{uuid, hex40, label, pat} {
 		if strings.Contains(events, secret) {
 			t.Errorf("an incident keeps %q: %s", secret, events)
 		}
@@ -76,4 +83,13 @@ func TestRefusalsKeepNoTokens(t *testing.T) {
 	if !strings.Contains(events, "{redacted}.evil.test") || !strings.Contains(events, "/admin/{redacted}") {
 		t.Errorf("the redacted host or path lost its shape: %s", events)
 	}
+}
+
+// fakeLower is n random lower-case letters.
+func fakeLower(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + rand.IntN(26))
+	}
+	return string(b)
 }

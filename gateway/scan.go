@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -26,6 +25,8 @@ var (
 	_ Scanner         = (*scanner.Scanner)(nil)
 	_ ScanFootprinter = (*scanner.Scanner)(nil)
 	_ ScanFootprinter = (*scanner.Holder)(nil)
+	_ PathMasker      = (*scanner.Scanner)(nil)
+	_ PathMasker      = (*scanner.Holder)(nil)
 )
 
 // ReasonScanFailed is sent when the scanner failed or ran out of time;
@@ -255,7 +256,7 @@ func (g *Gateway) messageVerdict(ctx context.Context, r *http.Request, id rules.
 		} else {
 			f.Where = where
 		}
-		inc, err := g.recordFinding(ctx, r, id, host, port, incident.RedactPath(r.URL.Path), f)
+		inc, err := g.recordFinding(ctx, r, id, host, port, g.evidencePath(ctx, id.Tenant, r.URL.Path), f)
 		if v.incident == "" && f.Action == scanner.Block {
 			v.incident = inc
 		}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -448,7 +447,7 @@ func (s *wsSession) record(reason string) {
 // oversize refuses a message over the limit: it is never forwarded in part.
 func (s *wsSession) oversize() ([][]byte, error) {
 	r := s.r
-	s.g.recordFinding(context.WithoutCancel(r.Context()), r, s.id, s.host, s.port, incident.RedactPath(r.URL.Path), scanner.Finding{
+	s.g.recordFinding(context.WithoutCancel(r.Context()), r, s.id, s.host, s.port, s.g.evidencePath(r.Context(), s.id.Tenant, r.URL.Path), scanner.Finding{
 		Kind: scanner.KindOversize, Rule: scanner.RuleOversize, Where: "websocket:message[" + strconv.Itoa(s.n) + "]",
 		Snippet: fmt.Sprintf("message over %d bytes", s.max), Action: scanner.Block,
 	})

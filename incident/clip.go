@@ -108,7 +108,11 @@ func notWordChar(c rune) bool {
 
 // dataWord: long (over 40 bytes); or 16+ hex digits with nothing but '-'
 // between them (a UUID, a 40-hex token, a card number); or 16+ characters
-// with both letters and digits and few repeats.
+// with few repeats that have both letters and digits, or that are letters
+// in both cases with neither case rare (a random token need not hold a
+// digit: 36 random alphanumerics hold none once in 600 tries, while a
+// CamelCase name has one capital a word), or that are all capitals (an
+// AWS key id is digit-free once in 28).
 func dataWord(s string) bool {
 	if len(s) > 40 {
 		return true
@@ -116,15 +120,17 @@ func dataWord(s string) bool {
 	if len(s) < 16 {
 		return false
 	}
-	var letters, digits, hex int
+	var upper, lower, digits, hex int
 	onlyHex := true
 	seen := map[rune]bool{}
 	for _, c := range s {
 		switch {
 		case unicode.IsDigit(c):
 			digits++
+		case unicode.IsUpper(c):
+			upper++
 		case unicode.IsLetter(c):
-			letters++
+			lower++
 		}
 		switch {
 		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
@@ -137,5 +143,15 @@ func dataWord(s string) bool {
 	if onlyHex && hex >= 16 && digits > 0 {
 		return true
 	}
-	return letters > 0 && digits > 0 && len(seen) >= len(s)/2
+	letters := upper + lower
+	switch {
+	case lower == 0 && upper >= 16:
+		return len(seen) >= len(s)/3 // base32 repeats more than base62
+	case len(seen) < len(s)/2:
+		return false
+	case letters > 0 && digits > 0:
+		return true
+	default:
+		return upper > 0 && lower > 0 && upper >= letters/4 && lower >= letters/4
+	}
 }

@@ -54,6 +54,11 @@ func (h *Holder) Swap(sc *Scanner) {
 // clean before and did not scan again.
 func (h *Holder) CleanHits() uint64 { return h.retired.Load() + h.Current().CleanHits() }
 
+// SafePath masks secrets in a path with the current scanner.
+func (h *Holder) SafePath(ctx context.Context, tenant, p string) string {
+	return h.cur.Load().SafePath(ctx, tenant, p)
+}
+
 // ScanHost checks a host's wildcard-matched labels with the current scanner.
 func (h *Holder) ScanHost(ctx context.Context, tenant, host string, wildcardLabels int) (*Result, error) {
 	return h.cur.Load().ScanHost(ctx, tenant, host, wildcardLabels)

@@ -1,6 +1,10 @@
 package scanner
 
-import "strings"
+import (
+	"context"
+	"net/url"
+	"strings"
+)
 
 // A finding's location (Where) goes to the log and the incident store, so
 // it must never carry a secret: JSON keys, form and query keys, multipart
@@ -92,6 +96,25 @@ func dropCovered(found []Finding) []Finding {
 		}
 	}
 	return out
+}
+
+// maxSafePath bounds the path SafePath reads: an incident keeps less.
+const maxSafePath = 4096
+
+// SafePath is p (its first maxSafePath bytes) with what the rules find in
+// it masked, for the record of a request that was refused before it was
+// scanned (a denied host, a body over the limit): the path is evidence,
+// and can carry a token that no shape heuristic recognises. A path the
+// scan fails on is not kept.
+func (s *Scanner) SafePath(ctx context.Context, tenant, p string) string {
+	if len(p) > maxSafePath {
+		p = p[:maxSafePath]
+	}
+	res, err := s.Scan(ctx, &Request{Tenant: tenant, URL: &url.URL{Path: p}})
+	if err != nil {
+		return "/[REDACTED]"
+	}
+	return res.Path
 }
 
 // safePath masks secrets found in the URL out of the path.
