@@ -369,10 +369,10 @@ func (h *innerHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	case bodyTimedOut(r):
 		g.refuseBodyTimeout(w, r, h.id, h.host, h.port)
 	default:
-		fw, ok, done := g.scanRequest(w, r, h.id, h.host, h.port)
+		fw, keep, ok, done := g.scanRequest(w, r, h.id, h.host, h.port)
 		defer done()
 		if ok {
-			g.forward(fw, r, h.id, d, "https", h.host, h.port)
+			g.forward(fw, r, h.id, d, "https", h.host, h.port, keep)
 		}
 	}
 }

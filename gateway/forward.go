@@ -51,8 +51,10 @@ func (g *Gateway) plain(w http.ResponseWriter, r *http.Request, id rules.Identit
 		g.refuseBodyTimeout(w, r, id, host, port)
 	case !g.scanHost(w, r, id, d, rawHost, host, port):
 		// refused: the host's labels carry data
-	case g.scan(w, r, id, host, port):
-		g.forward(w, r, id, d, "http", host, port)
+	default:
+		if keep, ok := g.scan(w, r, id, host, port); ok {
+			g.forward(w, r, id, d, "http", host, port, keep)
+		}
 	}
 }
 
@@ -67,7 +69,7 @@ type dialInfo struct {
 }
 
 // forward sends an allowed request upstream to scheme://host:port.
-func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, scheme, host string, port int) {
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, scheme, host string, port int, keep string) {
 	// Real secrets go in last, after the scan saw only phantoms.
 	inj, ok := g.credentials(w, r, id, host, port)
 	if !ok {
@@ -77,7 +79,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 	authority := net.JoinHostPort(host, strconv.Itoa(port))
 	ws, _ := upgradeKind(r)
 	if bodilessH1(r, ws) {
-		g.forwardH1(w, r, id, d, scheme, host, port, authority, inj) // upstream1.go
+		g.forwardH1(w, r, id, d, scheme, host, port, authority, inj, keep) // upstream1.go
 		return
 	}
 	info := &dialInfo{host: host, port: port, allow: allow}
@@ -106,7 +108,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 			pr.Out = pr.Out.WithContext(context.WithValue(pr.Out.Context(), dialKey{}, info))
 			inj.apply(pr.Out)
 		},
-		ModifyResponse: g.observed(id, d, host, port, r, g.modifyResponse(inj)),
+		ModifyResponse: g.observed(id, d, host, port, r.Method, keep, g.modifyResponse(inj)),
 		Transport:      g.transport(id.Tenant, allow, r.ProtoMajor >= 2),
 		// Without a pool, ReverseProxy allocates (and zeroes) 32 KiB per request.
 		BufferPool: copyBuffers,

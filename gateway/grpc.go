@@ -49,25 +49,26 @@ func isGRPC(r *http.Request) bool {
 // scanned before it is forwarded, its messages one by one as they go (the
 // returned writer, to be used from then on, is where a refusal is written
 // once forwarding stops). done must be deferred.
-func (g *Gateway) scanRequest(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (http.ResponseWriter, bool, func()) {
+func (g *Gateway) scanRequest(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (_ http.ResponseWriter, keep string, ok bool, done func()) {
 	if !isGRPC(r) || g.Scanner == nil {
-		return w, g.scan(w, r, id, host, port), func() {}
+		keep, ok = g.scan(w, r, id, host, port)
+		return w, keep, ok, func() {}
 	}
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Grpc-Encoding")))
 	if enc != "" && enc != "identity" && enc != "gzip" {
 		g.refuse(w, r, refusal{id: id, status: http.StatusForbidden, reason: ReasonGRPCEncoding, host: host, port: port,
 			path: r.URL.Path, msg: "gRPC messages compressed with " + strconv.Quote(enc) + " cannot be scanned; use gzip or none"})
-		return w, false, func() {}
+		return w, "", false, func() {}
 	}
 	body := r.Body
 	r.Body = http.NoBody
-	ok := g.scan(w, r, id, host, port)
+	keep, ok = g.scan(w, r, id, host, port)
 	r.Body = body
 	if !ok {
-		return w, false, func() {}
+		return w, "", false, func() {}
 	}
 	if body == nil || body == http.NoBody {
-		return w, true, func() {}
+		return w, keep, true, func() {}
 	}
 	gb := &grpcBody{g: g, r: r, id: id, host: host, port: port, src: body, gzip: enc == "gzip", max: g.wsMaxMessage()}
 	if r.ProtoMajor == 2 {
@@ -77,7 +78,7 @@ func (g *Gateway) scanRequest(w http.ResponseWriter, r *http.Request, id rules.I
 	}
 	r.Body = gb
 	gw := &grpcWriter{ResponseWriter: w, b: gb}
-	return gw, true, func() {
+	return gw, keep, true, func() {
 		if !gb.isBlocked() {
 			return
 		}

@@ -132,7 +132,7 @@ func (g *Gateway) fileRequest(w http.ResponseWriter, r *http.Request, id rules.I
 		return
 	}
 	defer hold.release()
-	if !g.scan(w, r, id, InternalHost, 80) {
+	if _, ok := g.scan(w, r, id, InternalHost, 80); !ok {
 		return
 	}
 	var b filingJSON

@@ -36,12 +36,13 @@ const observedSegments = 3
 
 // observed wraps a ReverseProxy's ModifyResponse: a request is observed
 // once its upstream answered (one the guard refused, or that failed to
-// reach its upstream, was not let through).
-func (g *Gateway) observed(id rules.Identity, d rules.Decision, host string, port int, r *http.Request, next func(*http.Response) error) func(*http.Response) error {
+// reach its upstream, was not let through). path is the request's path as
+// the scan left it safe to keep (secrets it found masked, those it let pass
+// too).
+func (g *Gateway) observed(id rules.Identity, d rules.Decision, host string, port int, method, path string, next func(*http.Response) error) func(*http.Response) error {
 	if g.Observer == nil {
 		return next
 	}
-	method, path := r.Method, r.URL.Path
 	return func(resp *http.Response) error {
 		g.observe(id, d, host, port, method, path)
 		return next(resp)

@@ -39,11 +39,12 @@ const (
 // scan checks what a request carries before it is forwarded: it emits one
 // event per finding, refuses a blocked request (403 with the reason and the
 // incident id) and applies redactions to r. It reports false when it has
-// answered the client itself. Without a Scanner nothing is scanned. The
+// answered the client itself, and else the path a record of the request
+// may keep (scanner.Result.Path). Without a Scanner nothing is scanned. The
 // memory the scan holds was reserved by admitBody.
-func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) bool {
+func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (keep string, ok bool) {
 	if g.Scanner == nil {
-		return true
+		return r.URL.Path, true
 	}
 	// A WebSocket key is a random 16-byte nonce: it looks like a token to
 	// every entropy rule. A well-formed one is left out of the scan (it can
@@ -62,7 +63,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 		// The sandbox holds a real secret and the alert saying so could not
 		// be recorded: nothing goes on unrecorded.
 		g.unrecorded(w, id, host)
-		return false
+		return "", false
 	}
 	req.PhantomAllowed = allowed
 	start := time.Now()
@@ -73,16 +74,16 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	switch {
 	case err != nil && bodyTimedOut(r):
 		g.refuseBodyTimeout(w, r, id, host, port)
-		return false
+		return "", false
 	case errors.Is(err, errPanicked):
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonInternalError,
 			host: host, port: port, msg: "the gateway failed checking the request; nothing was forwarded"})
-		return false
+		return "", false
 	case err != nil:
 		g.logger().Warn("scan failed", logTenant, id.Tenant, logHost, host, logErr, err)
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanFailed,
 			host: host, port: port, path: "", msg: "the request could not be checked; nothing was forwarded"})
-		return false
+		return "", false
 	}
 	incidentID := ""
 	var recErr error
@@ -101,7 +102,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			c.Close()
 		}
 		g.unrecorded(w, id, host)
-		return false
+		return "", false
 	}
 	if res.Verdict == scanner.Block {
 		res.Release()
@@ -109,7 +110,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			c.Close()
 		}
 		g.refuseBlocked(w, r, id, host, port, res, incidentID)
-		return false
+		return "", false
 	}
 	if res.URL != nil {
 		r.URL = res.URL
@@ -128,7 +129,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 			r.TransferEncoding = nil
 		}
 	}
-	return true
+	return res.Path, true
 }
 
 // unrecorded refuses a request that would have been forwarded with a

@@ -62,7 +62,7 @@ func bodilessH1(r *http.Request, ws bool) bool {
 // forwardH1 sends r upstream to scheme://host:port on a pooled HTTP/1.1
 // connection and copies the answer to w; the counterpart of forward's
 // ReverseProxy for what bodilessH1 admits.
-func (g *Gateway) forwardH1(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, scheme, host string, port int, authority string, inj *injection) {
+func (g *Gateway) forwardH1(w http.ResponseWriter, r *http.Request, id rules.Identity, d rules.Decision, scheme, host string, port int, authority string, inj *injection, keep string) {
 	out := r
 	if inj != nil {
 		// The swap works on a copy: r stays as the scan saw it, for events.
@@ -89,7 +89,7 @@ func (g *Gateway) forwardH1(w http.ResponseWriter, r *http.Request, id rules.Ide
 	defer body.release()
 
 	removeHopByHop(res.Header)
-	if err := g.observed(id, d, host, port, r, g.modifyResponse(inj))(res); err != nil {
+	if err := g.observed(id, d, host, port, r.Method, keep, g.modifyResponse(inj))(res); err != nil {
 		g.refuse(w, r, dialRefusal(id, err, host, port, r.URL.Path))
 		return
 	}

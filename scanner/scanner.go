@@ -207,7 +207,9 @@ type Result struct {
 	URL    *url.URL
 	Header http.Header
 	// Path is the request path safe to record: secrets found in the URL are
-	// masked, or the whole path replaced when they were encoded there.
+	// masked, or the whole path replaced when they were encoded there;
+	// those the policy lets pass too, since the record (an incident, an
+	// observation of what a run reached) is kept where they do not belong.
 	Path string
 }
 
@@ -355,7 +357,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 	found = dropCovered(found)
 	s.decide(req.Tenant, req.Host, found, res)
 	if req.URL != nil {
-		res.Path = safePath(req.URL.Path, res.Findings)
+		res.Path = safePath(req.URL.Path, found)
 	}
 	if res.Verdict == Redact && redact {
 		if streamed {
