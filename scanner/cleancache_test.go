@@ -176,14 +176,13 @@ func TestCleanCacheKeepsTokensAcrossGenerations(t *testing.T) {
 	}
 }
 
-// A large body inspected on several cores gives the findings, in the same
-// order, that one goroutine gives; a panic in one of its goroutines is
-// raised in the scan's own, where the gateway recovers it.
+// A large body inspected on several cores, as a pipeline's jobs, gives the
+// findings, in the same order, that one goroutine gives; a panic in one of
+// its goroutines is raised in the scan's own, where the gateway recovers it.
 func TestParallelInspect(t *testing.T) {
-	defer func(n int) { minPartBytes = n }(minPartBytes)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	var msgs []map[string]string
-	for i := range 400 {
+	for i := range 1200 {
 		text := strings.Repeat(fmt.Sprintf("line %d of the build log and its output. ", i), 12)
 		if i%37 == 0 {
 			text += " token " + MustFake(t, "github-pat")
@@ -191,39 +190,54 @@ func TestParallelInspect(t *testing.T) {
 		msgs = append(msgs, map[string]string{"role": "tool", "content": text})
 	}
 	b, _ := json.Marshal(map[string]any{"messages": msgs})
-	body := string(b)
-	scan := func(s *Scanner) *Result {
+	text := 0
+	for _, g := range mustSegments(t, b) {
+		text += len(g.text)
+	}
+	if !spreads(0, text, pipeJobBytes(DefaultMaxBodyBytes)) {
+		t.Fatalf("%d bytes of text: the test does not test the parallel path", text)
+	}
+	inspect := func(s *Scanner, parallel bool) []Finding {
 		t.Helper()
-		return scanChat(t, s, "a", "api.example.test", body, nil)
+		segs := mustSegments(t, b)
+		var found []Finding
+		var err error
+		if parallel {
+			found, err = s.inspect(context.Background(), &Request{}, segs)
+		} else {
+			found, err = s.inspectGroups(context.Background(), &Request{}, segs, s.newInspectShared(&Request{}))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
 	}
-	one := testScanner(t)
-	one.CleanCacheEntries = -1
-	minPartBytes = 1 << 30
-	want := scan(one)
-	minPartBytes = 16 << 10
-	if parts := splitGroups(mustSegments(t, b), maxInspectParts); len(parts) < 2 {
-		t.Fatalf("the body makes %d parts: the test does not test the parallel path", len(parts))
+	s := testScanner(t)
+	s.CleanCacheEntries = -1
+	if err := s.init(); err != nil {
+		t.Fatal(err)
 	}
-	many := testScanner(t)
-	many.CleanCacheEntries = -1
-	got := scan(many)
-	if len(want.Findings) < 10 || got.Verdict != want.Verdict || len(got.Findings) != len(want.Findings) {
-		t.Fatalf("parallel: %v with %d findings, want %v with %d (at least 10)", got.Verdict, len(got.Findings), want.Verdict, len(want.Findings))
+	want, got := inspect(s, false), inspect(s, true)
+	if len(want) < 30 || len(got) != len(want) {
+		t.Fatalf("parallel: %d findings, want %d (at least 30)", len(got), len(want))
 	}
-	for i := range want.Findings {
-		if got.Findings[i].Where != want.Findings[i].Where || got.Findings[i].Fingerprint != want.Findings[i].Fingerprint {
-			t.Fatalf("finding %d: %s %s, want %s %s", i, got.Findings[i].Where, got.Findings[i].Fingerprint, want.Findings[i].Where, want.Findings[i].Fingerprint)
+	for i := range want {
+		if got[i].Where != want[i].Where || got[i].secret != want[i].secret {
+			t.Fatalf("finding %d: %s, want %s", i, got[i].Where, want[i].Where)
 		}
 	}
 
 	boom := testScanner(t)
 	boom.Canaries = panicCanaries{}
+	if err := boom.init(); err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
 		if p := recover(); p != "canary store failed" {
 			t.Fatalf("recovered %v, want the worker's panic", p)
 		}
 	}()
-	scan(boom)
+	inspect(boom, true)
 	t.Fatal("the scan returned")
 }
 
@@ -259,16 +273,17 @@ func TestHolderCleanHits(t *testing.T) {
 	}
 }
 
-// A scan splits a body only across the cores other scans leave idle.
-func TestIdleParts(t *testing.T) {
-	defer func(n int) { minPartBytes = n }(minPartBytes)
+// A scan spreads a body only across the cores other scans leave idle,
+// and only a body of two jobs or more.
+func TestSpreads(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	minPartBytes = 1
-	top := []*segment{{text: "aaaa"}, {text: "bbbb"}, {text: "cccc"}}
-	if n := len(idleParts(top, 1)); n != 2 {
-		t.Fatalf("alone on 2 cores: %d parts, want 2", n)
+	if !spreads(0, 200, 100) {
+		t.Fatal("alone on 2 cores: not spread")
 	}
-	if n := len(idleParts(top, 2)); n != 1 {
-		t.Fatalf("beside another scan on 2 cores: %d parts, want 1", n)
+	if spreads(1, 200, 100) {
+		t.Fatal("beside another scan on 2 cores: spread")
+	}
+	if spreads(0, 199, 100) {
+		t.Fatal("less than two jobs: spread")
 	}
 }

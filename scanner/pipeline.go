@@ -74,9 +74,20 @@ type pipeJob struct {
 // more than handing it over.
 const pipeBatch = 64 << 10
 
+// maxInspectParts bounds the goroutines that inspect one body.
+const maxInspectParts = 4
+
+// pipeJobBytes is the least text of a job for a body of at most maxBody
+// bytes: pipeBatch, or more, so that a body makes a few hundred jobs at most.
+func pipeJobBytes(maxBody int64) int { return max(pipeBatch, int(maxBody/256)) }
+
 func (s *Scanner) newPipeline(ctx context.Context, req *Request, head []*segment, maxBody int64) *pipeline {
-	p := &pipeline{s: s, parent: ctx, ctx: ctx, req: req, sh: s.newInspectShared(req), head: head,
-		batch: max(pipeBatch, int(maxBody/256))} // a few hundred jobs at most
+	return s.newPipelineWith(ctx, req, s.newInspectShared(req), head, pipeJobBytes(maxBody))
+}
+
+// newPipelineWith is a pipeline whose groups share sh, of jobs of batch bytes.
+func (s *Scanner) newPipelineWith(ctx context.Context, req *Request, sh *inspectShared, head []*segment, batch int) *pipeline {
+	p := &pipeline{s: s, parent: ctx, ctx: ctx, req: req, sh: sh, head: head, batch: batch}
 	p.more.L = &p.mu
 	return p
 }
@@ -217,7 +228,8 @@ func (p *pipeline) inspect(segs []*segment) ([]Finding, error) {
 // scans leave, and returns every job's findings in order.
 func (p *pipeline) finish(tail []*segment) ([]Finding, error) {
 	if p.cancel == nil {
-		// Too short a body for a job: inspected as any other.
+		// Too short a body for a job: inspected as any other (and too
+		// short for inspectWith to make it a pipeline again).
 		return p.s.inspectWith(p.parent, p.req, append(p.head, tail...), p.sh)
 	}
 	defer p.cancel()

@@ -427,91 +427,42 @@ func (s *Scanner) newInspectShared(req *Request) *inspectShared {
 	return sh
 }
 
-// inspectWith is inspect with what the groups share.
+// inspectWith is inspect with what the groups share. A large body's groups
+// are inspected on the cores no other scan is using, as a pipeline's jobs
+// (pipeline.go) that idle cores take one after the other: an agent's call
+// waits for its scan, and a 1 MiB conversation is thousands of groups that
+// need nothing of each other. Spreading them costs CPU (about a fifth more
+// for a chat body, measured), so a busy gateway, whose cores all scan
+// already, inspects a body on the scan's own goroutine.
 func (s *Scanner) inspectWith(ctx context.Context, req *Request, top []*segment, sh *inspectShared) ([]Finding, error) {
-	// A large body's groups are inspected on the cores no other scan is
-	// using: an agent's call waits for its scan, and a 1 MiB conversation
-	// is thousands of groups that need nothing of each other. Splitting
-	// costs CPU (about a fifth more for a chat body, measured), so a busy
-	// gateway, whose cores all scan already, does not split.
-	running := int(s.running.Add(1))
-	defer s.running.Add(-1)
-	parts := idleParts(top, running)
-	if len(parts) == 1 {
+	text := 0
+	for _, g := range top {
+		text += len(g.text)
+	}
+	batch := pipeJobBytes(s.maxBody())
+	if !spreads(int(s.running.Load()), text, batch) {
+		s.running.Add(1)
+		defer s.running.Add(-1)
 		return s.inspectGroups(ctx, req, top, sh)
 	}
-	// The findings come out in the order one goroutine would give them.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	found := make([][]Finding, len(parts))
-	panics := make([]any, len(parts))
-	var first error // the error the scan fails with: the first, not a sibling's ErrTimeout after it
-	var once sync.Once
-	var wg sync.WaitGroup
-	for i, groups := range parts {
-		wg.Go(func() {
-			// A panic here would end the process: it is raised again in
-			// the scan's own goroutine, where the gateway recovers it.
-			defer func() {
-				if p := recover(); p != nil {
-					panics[i] = p
-					cancel()
-				}
-			}()
-			var err error
-			if found[i], err = s.inspectGroups(ctx, req, groups, sh); err != nil {
-				once.Do(func() { first = err })
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
-	for _, p := range panics {
-		if p != nil {
-			panic(p)
-		}
-	}
-	if first != nil {
-		return nil, first
-	}
-	return slices.Concat(found...), nil
-}
-
-// idleParts cuts top for the cores that the other running scans (running
-// counts this one too) leave idle.
-func idleParts(top []*segment, running int) [][]*segment {
-	return splitGroups(top, min(runtime.GOMAXPROCS(0)-running+1, maxInspectParts))
-}
-
-// maxInspectParts bounds the goroutines that inspect one body.
-const maxInspectParts = 4
-
-// minPartBytes is the least text a part of a body is worth a goroutine
-// for: below it, starting one costs about what it saves.
-var minPartBytes = 128 << 10
-
-// splitGroups cuts top into up to n runs of about equal text, each of at
-// least minPartBytes (one run when top is smaller).
-func splitGroups(top []*segment, n int) [][]*segment {
-	total := 0
-	for _, g := range top {
-		total += len(g.text)
-	}
-	n = min(n, total/minPartBytes, len(top))
-	if n <= 1 {
-		return [][]*segment{top}
-	}
-	parts := make([][]*segment, 0, n)
-	start, sum := 0, 0
+	p := s.newPipelineWith(ctx, req, sh, nil, batch)
+	start, n := 0, 0
 	for i, g := range top {
-		sum += len(g.text)
-		if len(parts) < n-1 && sum >= total*(len(parts)+1)/n {
-			parts = append(parts, top[start:i+1])
-			start = i + 1
+		if n += len(g.text); n >= batch {
+			p.add(top[start : i+1])
+			start, n = i+1, 0
 		}
 	}
-	return append(parts, top[start:])
+	return p.finish(top[start:])
 }
+
+// spreads reports whether text bytes of groups are worth a pipeline of
+// jobs of batch bytes beside running other scans: two jobs at least, and a
+// core beside the scan's own that no other scan is using.
+func spreads(running, text, batch int) bool {
+	return runtime.GOMAXPROCS(0)-running >= 2 && text >= 2*batch
+}
+
 
 // inspectShared is what the groups of one scan share: read once, never
 // written while they are inspected.
