@@ -463,7 +463,6 @@ func spreads(running, text, batch int) bool {
 	return runtime.GOMAXPROCS(0)-running >= 2 && text >= 2*batch
 }
 
-
 // inspectShared is what the groups of one scan share: read once, never
 // written while they are inspected.
 type inspectShared struct {
