@@ -439,6 +439,18 @@ func TestAssignmentTrims(t *testing.T) {
 			t.Errorf("trimBlanksRight(%q) = %q, want %q", s, got, want)
 		}
 	}
+	for _, s := range []string{"", `"`, `''`, `"a"`, `'a"`, `"'x'"`, `a"b`, `"a b"'`, `x`} {
+		if got, want := trimQuotes(s), strings.Trim(s, `"'`); got != want {
+			t.Errorf("trimQuotes(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for _, line := range []string{"A=b \t\r", "A=\r", "A= b", `"a": "b" `, "A=b\t \r\t"} {
+		_, got, ok := assignment(line)
+		i := strings.IndexAny(line, "=:")
+		if want := strings.TrimRight(line[i+1:], " \t\r"); !ok || got != want {
+			t.Errorf("assignment(%q) value %q, %v, want %q", line, got, ok, want)
+		}
+	}
 }
 
 // TestMentionsSecret holds mentionsSecret's one pass to the search per

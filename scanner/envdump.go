@@ -119,8 +119,8 @@ func connSchemeByte(c byte) bool {
 // assignment splits one line of the forms NAME=value, export NAME=value,
 // name: value and "name": value (optionally indented).
 func assignment(line string) (name, value string, ok bool) {
-	// Not strings.TrimLeft, IndexAny and TrimRight: this runs on every line
-	// of a body, and those build a byte set per call.
+	// Not strings.TrimLeft, IndexAny, Trim and TrimRight: this runs on every
+	// line of a body, and those build a byte set per call.
 	s := trimBlanksLeft(line)
 	s = strings.TrimPrefix(s, "export ")
 	head := s[:min(len(s), 86)] // a longer name is no name: do not read a long line
@@ -131,8 +131,7 @@ func assignment(line string) (name, value string, ok bool) {
 	if i <= 0 || i > 84 {
 		return "", "", false
 	}
-	name = trimBlanksRight(s[:i])
-	name = strings.Trim(name, `"'`)
+	name = trimQuotes(trimBlanksRight(s[:i]))
 	if name == "" || !(name[0] == '_' || name[0] >= 'A' && name[0] <= 'Z' || name[0] >= 'a' && name[0] <= 'z') {
 		return "", "", false
 	}
@@ -142,7 +141,24 @@ func assignment(line string) (name, value string, ok bool) {
 			return "", "", false
 		}
 	}
-	return name, strings.TrimRight(s[i+1:], " \t\r"), true
+	v := s[i+1:]
+	k := len(v)
+	for k > 0 && (v[k-1] == ' ' || v[k-1] == '\t' || v[k-1] == '\r') {
+		k--
+	}
+	return name, v[:k], true
+}
+
+// trimQuotes is strings.Trim(s, `"'`).
+func trimQuotes(s string) string {
+	i, k := 0, len(s)
+	for i < k && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	for k > i && (s[k-1] == '"' || s[k-1] == '\'') {
+		k--
+	}
+	return s[i:k]
 }
 
 // trimBlanksLeft is strings.TrimLeft(s, " \t").
