@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sluice-egress/sluice/incident"
@@ -69,6 +70,30 @@ func (g *Gateway) evidencePath(ctx context.Context, tenant, p string) (kept stri
 		p = m.SafePath(context.WithoutCancel(ctx), tenant, p)
 	}
 	return incident.RedactPath(p)
+}
+
+// evidenceHost is the host of a refused request as its incident and log
+// line keep it: the labels left of the domain it aimed at are checked as
+// those a wildcard matched would be (ScanHost: hex, base32, base64url,
+// credential prefixes, secrets chunked across labels) and masked whole when
+// they hold data, then what looks like data is replaced
+// (incident.RedactHost). A denied name is where DNS-style exfiltration
+// puts its payload, and the shapes alone miss a lower-case base32 label.
+func (g *Gateway) evidenceHost(ctx context.Context, tenant, host string) (kept string) {
+	hs, ok := g.Scanner.(HostScanner)
+	n := strings.Count(host, ".") - 1 // all but the domain's two labels
+	if !ok || n <= 0 {
+		return incident.RedactHost(host)
+	}
+	defer func() {
+		if recover() != nil {
+			kept = incident.RedactHostLabels(host, n)
+		}
+	}()
+	if res, err := hs.ScanHost(context.WithoutCancel(ctx), tenant, host, n); err != nil || len(res.Findings) > 0 {
+		return incident.RedactHostLabels(host, n)
+	}
+	return incident.RedactHost(host)
 }
 
 // recordFinding is the one place a finding becomes an event: it emits the

@@ -347,7 +347,7 @@ func (g *Gateway) record(ctx context.Context, r *http.Request, f refusal) (strin
 	}
 	// A refused request was not scanned: its host (a malformed one above
 	// all) and path are kept as evidence without what looks like a token.
-	host = incident.RedactHost(host)
+	host = g.evidenceHost(ctx, f.id.Tenant, host)
 	e := incident.Incident{
 		Time: time.Now(), Tenant: f.id.Tenant, Class: f.id.Class, Run: f.id.Run,
 		Kind: "deny", Reason: f.reason, Action: cmp.Or(f.action, "block"),

@@ -64,15 +64,21 @@ func TestRefusalsKeepNoTokens(t *testing.T) {
 			t.Fatalf("CONNECT %s: %v, want 400", authority, resp)
 		}
 	}
+	// A valid name whose label is a token as DNS spells one ('-' for '_',
+	// one case): denied, and no shape RedactHost knows.
+	dnsLabel := "ghp-" + fakeLower(36)
+	if _, resp := w.connect("acme", w.tokens["acme"], dnsLabel+".evil.test:443"); resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("CONNECT to a denied host: %v, want 403", resp)
+	}
 
 	w.sink.mu.Lock()
 	events := fmt.Sprintf("%+v", w.sink.events)
 	n := len(w.sink.events)
 	w.sink.mu.Unlock()
-	if n < 5 {
-		t.Fatalf("%d events, want 5", n)
+	if n < 6 {
+		t.Fatalf("%d events, want 6", n)
 	}
-	for _, secret := range []string{uuid, hex40, label, pat} {
+	for _, secret := range []string{uuid, hex40, label, pat, dnsLabel} {
 		if strings.Contains(events, secret) {
 			t.Errorf("an incident keeps %q: %s", secret, events)
 		}

@@ -73,6 +73,16 @@ func RedactHost(h string) string {
 	return Clip(redactParts(h, "."), MaxShort)
 }
 
+// RedactHostLabels is RedactHost with the n leftmost labels of h replaced
+// as one, for a name whose labels a scan found data in.
+func RedactHostLabels(h string, n int) string {
+	labels := strings.Split(h, ".")
+	if n <= 0 || n >= len(labels) {
+		return RedactHost(h)
+	}
+	return RedactHost(redacted + "." + strings.Join(labels[n:], "."))
+}
+
 // redactParts replaces every part of s between seps that looks like data.
 func redactParts(s, sep string) string {
 	parts := strings.Split(s, sep)

@@ -178,3 +178,21 @@ func TestRedactHost(t *testing.T) {
 		t.Fatalf("long host kept %d bytes", len(got))
 	}
 }
+
+func TestRedactHostLabels(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a.b.evil.test", 2, "{redacted}.evil.test"},
+		{"a.evil.test", 1, "{redacted}.evil.test"},
+		{"evil.test", 1, "{redacted}.test"},
+		{"evil.test", 2, "evil.test"},
+		{"k9XqT2mZ7vLp4RwA8sJd.evil.test", 0, "{redacted}.evil.test"},
+	} {
+		if got := RedactHostLabels(tc.in, tc.n); got != tc.want {
+			t.Errorf("RedactHostLabels(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
