@@ -5,10 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 )
 
@@ -191,14 +191,16 @@ func (g *Gateway) held(r *http.Request, d rules.Decision, f *refusal, redecide f
 	start := time.Now()
 	tctx, tcancel := context.WithTimeout(ctx, d.Review.Hold)
 	defer tcancel()
-	fl := Filing{Who: f.id, Host: incident.RedactHost(f.host), Incident: inc}
+	// The filing is stored and shown to reviewers: no more of the request
+	// than its incident keeps.
+	fl := Filing{Who: f.id, Host: g.evidenceHost(r.Context(), f.id.Tenant, f.host), Incident: inc}
 	if f.port > 0 {
 		fl.Ports = []int{f.port}
 	}
 	if f.method != http.MethodConnect {
 		fl.Methods = []string{r.Method}
 		if f.path != "" {
-			fl.Paths = []string{f.path}
+			fl.Paths = []string{reviewPath(f.path, g.evidencePath(r.Context(), f.id.Tenant, f.path))}
 		}
 	}
 	x, err := g.Desk.Await(tctx, fl)
@@ -236,3 +238,23 @@ func (g *Gateway) held(r *http.Request, d rules.Decision, f *refusal, redecide f
 }
 
 func roundSecs(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
+
+// reviewPath is the path a filing asks for: the request's own, or, when
+// evidence (the path as its incident keeps it) differs, the prefix of it
+// up to the segment where the first mask is (or, a clipped path, its last
+// whole segment): what a grant can match, without the secret.
+func reviewPath(path, evidence string) string {
+	if evidence == path {
+		return path
+	}
+	cut := len(evidence)
+	for _, mark := range []string{"{redacted}", "[REDACTED"} {
+		if i := strings.Index(evidence, mark); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	if p := evidence[:strings.LastIndexByte(evidence[:cut], '/')+1]; p != "" {
+		return p
+	}
+	return "/"
+}

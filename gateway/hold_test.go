@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-egress/sluice/config"
 	"github.com/sluice-egress/sluice/gateway"
 	"github.com/sluice-egress/sluice/rules"
+	"github.com/sluice-egress/sluice/scanner"
 )
 
 // reviewPolicy: acme's agent class holds refusals for a second; globex runs
@@ -110,6 +111,40 @@ func TestHoldApproved(t *testing.T) {
 	desk.mu.Unlock()
 	if len(f.Methods) != 1 || f.Methods[0] != "GET" || len(f.Paths) != 1 || f.Paths[0] != "/v2/items" {
 		t.Fatalf("request filing %+v", f)
+	}
+}
+
+// A held request's filing is stored and shown to reviewers: a token in its
+// path or host is not in it. The path asked for stops before the token,
+// as a prefix a grant can match; a host label that holds data is masked.
+func TestHoldFilingKeepsNoSecret(t *testing.T) {
+	w, _, desk := reviewWorld(t)
+	w.gw.Scanner = &scanner.Scanner{}
+	desk.AwaitFn = func(ctx context.Context, f gateway.Filing) (gateway.Filed, error) {
+		return gateway.Filed{ID: "ar-1", State: "denied"}, nil
+	}
+	pat := "ghp_" + fakeLower(36) // one case, no digit: only the rules know it
+	if code, _, _ := timedGet(t, w.acme(), w.url("api.example.test", "/v2/hooks/"+pat+"/send")); code != http.StatusForbidden {
+		t.Fatalf("held and denied: %d", code)
+	}
+	label := "ghp-" + fakeLower(36)
+	if code, _, _ := timedGet(t, w.acme(), w.url(label+".evil.test", "/")); code != http.StatusForbidden {
+		t.Fatalf("held and denied CONNECT: %d", code) // refused inside TLS (RefuseInTLS)
+	}
+	desk.mu.Lock()
+	filed := fmt.Sprintf("%+v", desk.filed)
+	n := len(desk.filed)
+	desk.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("%d filings, want 2: %s", n, filed)
+	}
+	for _, secret := range []string{pat, label} {
+		if strings.Contains(filed, secret) {
+			t.Errorf("a filing keeps %q: %s", secret, filed)
+		}
+	}
+	if !strings.Contains(filed, "Paths:[/v2/hooks/]") || !strings.Contains(filed, "Host:{redacted}.evil.test") {
+		t.Errorf("the filings lost what they ask for: %s", filed)
 	}
 }
 
