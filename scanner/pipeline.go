@@ -228,8 +228,8 @@ func (p *pipeline) inspect(segs []*segment) ([]Finding, error) {
 // scans leave, and returns every job's findings in order.
 func (p *pipeline) finish(tail []*segment) ([]Finding, error) {
 	if p.cancel == nil {
-		// Too short a body for a job: inspected as any other (and too
-		// short for inspectWith to make it a pipeline again).
+		// Too short a body for a job: inspected as any other (inspectWith
+		// spreads only what is two jobs long, so it does not come back).
 		return p.s.inspectWith(p.parent, p.req, append(p.head, tail...), p.sh)
 	}
 	defer p.cancel()
