@@ -72,17 +72,23 @@ func (g *Gateway) evidencePath(ctx context.Context, tenant, p string) (kept stri
 	return incident.RedactPath(p)
 }
 
-// evidenceHost is the host of a refused request as its incident and log
-// line keep it: the labels left of the domain it aimed at are checked as
-// those a wildcard matched would be (ScanHost: hex, base32, base64url,
-// credential prefixes, secrets chunked across labels) and masked whole when
-// they hold data, then what looks like data is replaced
-// (incident.RedactHost). A denied name is where DNS-style exfiltration
-// puts its payload, and the shapes alone miss a lower-case base32 label.
-func (g *Gateway) evidenceHost(ctx context.Context, tenant, host string) (kept string) {
-	hs, ok := g.Scanner.(HostScanner)
+// evidenceHost is EvidenceHost with the gateway's scanner.
+func (g *Gateway) evidenceHost(ctx context.Context, tenant, host string) string {
+	hs, _ := g.Scanner.(HostScanner)
+	return EvidenceHost(ctx, hs, tenant, host)
+}
+
+// EvidenceHost is the host of a refused request (or a refused DNS query)
+// as its incident and log line keep it: the labels left of the domain it
+// aimed at are checked by hs (nil: not) as those a wildcard matched would
+// be (ScanHost: hex, base32, base64url, credential prefixes, secrets
+// chunked across labels) and masked whole when they hold data, then what
+// looks like data is replaced (incident.RedactHost). A denied name is where
+// DNS-style exfiltration puts its payload, and the shapes alone miss a
+// lower-case token label.
+func EvidenceHost(ctx context.Context, hs HostScanner, tenant, host string) (kept string) {
 	n := strings.Count(host, ".") - 1 // all but the domain's two labels
-	if !ok || n <= 0 {
+	if hs == nil || n <= 0 {
 		return incident.RedactHost(host)
 	}
 	defer func() {

@@ -173,6 +173,9 @@ func (r *refusal) refuse(src *source, reason string, ede uint16, rule string) *d
 	}
 	ev := r.ev
 	ev.Time, ev.Reason, ev.Rule, ev.Suppressed = r.s.now(), reason, rule, suppressed
+	if r.s.RecordName != nil {
+		ev.Host = r.s.RecordName(r.ctx, ev.Tenant, ev.Host)
+	}
 	r.s.logger().LogAttrs(r.ctx, slog.LevelInfo, "sandboxdns: refused",
 		slog.String("reason", reason), slog.String("tenant", ev.Tenant), slog.String("run", ev.Run),
 		slog.String("host", ev.Host), slog.String("qtype", ev.QType), slog.String("client", ev.Client),

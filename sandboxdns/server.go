@@ -105,6 +105,10 @@ type Server struct {
 	Labels LabelScanner
 	// Events receives refused queries; nil discards them.
 	Events EventSink
+	// RecordName, when set, is applied to a refused query's name (already
+	// redacted label by label) before it is logged and recorded: the
+	// gateway's own reading of a refused host (gateway.EvidenceHost).
+	RecordName func(ctx context.Context, tenant, name string) string
 	// Logger logs refusals at Info and answers at Debug; nil means slog.Default().
 	Logger *slog.Logger
 

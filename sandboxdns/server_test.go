@@ -1,8 +1,10 @@
 package sandboxdns
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -344,6 +346,36 @@ func TestDataInName(t *testing.T) {
 			t.Errorf("the policy was asked for a data-bearing name %q", q.Name)
 		}
 	}
+}
+
+// RecordName reads a refused name before it is logged and recorded: both
+// get what it returns.
+func TestRecordName(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	w := newWorld(t, &Server{Addrs: []netip.Addr{gw4}, Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil)),
+		RecordName: func(_ context.Context, tenant, name string) string { return tenant + "-read-" + name }})
+	wantRefused(t, w.query(t, "udp", acmeSrc, "ghp-abcdefghijklmnopqrstuvwxyzabcdefghij.evil.test", dns.TypeA), ReasonNotServed)
+	e := w.events.all()
+	if len(e) != 1 || !strings.HasPrefix(e[0].Host, "acme-read-") {
+		t.Fatalf("events %+v: want the name as RecordName returned it", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "host=acme-read-") {
+		t.Fatalf("the log line does not have the name as RecordName returned it:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func TestPluggedLabelScanner(t *testing.T) {

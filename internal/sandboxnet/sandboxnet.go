@@ -74,6 +74,11 @@ func (n *Net) Open() error {
 		r.Policy = sandboxdns.PolicyFunc(n.allowName)
 		r.Labels = sandboxdns.LabelScanners{sandboxdns.LabelCheck{}, scannerLabels{n.Scanner}}
 		r.Events = dnsEvents{sink: n.Gateway.Events}
+		if n.Scanner != nil {
+			r.RecordName = func(ctx context.Context, tenant, name string) string {
+				return gateway.EvidenceHost(ctx, n.Scanner, tenant, name)
+			}
+		}
 		var err error
 		if n.dnsUDP, n.dnsTCP, err = sandboxdns.Listen(n.DNS); err != nil {
 			return fmt.Errorf("dns listener: %w (change listen.dns)", err)
