@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluice-egress/sluice/incident"
 	"github.com/sluice-egress/sluice/rules"
 	"github.com/sluice-egress/sluice/scanner"
 )
@@ -41,7 +42,7 @@ func (g *Gateway) scanHost(w http.ResponseWriter, r *http.Request, id rules.Iden
 	if err != nil {
 		g.logger().Warn("host scan failed", logTenant, id.Tenant, logErr, err)
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanFailed,
-			port: port, host: maskedHost(host, n), msg: "the host name could not be checked; nothing was forwarded"})
+			port: port, host: incident.RedactHostLabels(host, n), msg: "the host name could not be checked; nothing was forwarded"})
 		return false
 	}
 	incidentID := ""
@@ -61,7 +62,7 @@ func (g *Gateway) scanHost(w http.ResponseWriter, r *http.Request, id rules.Iden
 	if res.Verdict < scanner.Redact {
 		if recErr != nil {
 			// An alert nobody can see is no alert: nothing goes on unrecorded.
-			g.unrecorded(w, id, maskedHost(host, n))
+			g.unrecorded(w, id, incident.RedactHostLabels(host, n))
 			return false
 		}
 		return true
@@ -86,13 +87,4 @@ func wildcardLabels(e *rules.Entry, host string) int {
 		return 0
 	}
 	return strings.Count(strings.TrimSuffix(host, "."+suffix), ".") + 1
-}
-
-// maskedHost is host with its n leftmost labels masked, safe to record.
-func maskedHost(host string, n int) string {
-	labels := strings.Split(host, ".")
-	if n <= 0 || n >= len(labels) {
-		return host
-	}
-	return "[REDACTED]." + strings.Join(labels[n:], ".")
 }
