@@ -155,6 +155,7 @@ type Gateway struct {
 	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs, MaxWebSocketMessage, ScanBodyLimit and ForwardOversize are read under mu
 	h1         atomic.Pointer[h1Pool]     // upstream HTTP/1.1 connections for bodiless requests (upstream1.go); replaced under mu
 	tunnels    map[*tunnel]struct{}
+	silent     map[net.Conn]struct{} // proxy connections that have not sent a whole request yet (serve.go)
 	draining   bool
 	server     *http.Server
 }

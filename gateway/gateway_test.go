@@ -616,3 +616,31 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A client connection to the proxy that has sent nothing yet is closed at
+// once by Shutdown, not left to net/http's 5 s grace for new connections
+// (the bench harness's Close timed out in CI, its 5 s spent so).
+func TestShutdownClosesProxyConnectionsBeforeTheirFirstRequest(t *testing.T) {
+	w := newWorld(t)
+	c, err := net.Dial("tcp", w.proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// The server has accepted it (a request on another connection is served after it).
+	resp, err := w.acme().Get(w.url("api.example.test", "/v1/things"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := w.gw.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a silent client connection: %v", err)
+	}
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("the silent connection is still open after Shutdown")
+	}
+}
