@@ -150,12 +150,12 @@ type Gateway struct {
 	scanMemOnce sync.Once
 	budget      *scanBudget
 	conns       connCounts
+	silent      silentConns // proxy connections that have not sent a whole request yet (serve.go)
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by tenant and dial allowances; RootCAs, MaxWebSocketMessage, ScanBodyLimit and ForwardOversize are read under mu
 	h1         atomic.Pointer[h1Pool]     // upstream HTTP/1.1 connections for bodiless requests (upstream1.go); replaced under mu
 	tunnels    map[*tunnel]struct{}
-	silent     map[net.Conn]struct{} // proxy connections that have not sent a whole request yet (serve.go)
 	draining   bool
 	server     *http.Server
 }

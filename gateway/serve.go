@@ -160,7 +160,7 @@ func (g *Gateway) Serve(l net.Listener) error {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		},
-		ConnState: g.trackSilent,
+		ConnState: g.silent.track,
 	}
 	l = &limitListener{Listener: l, g: g}
 	g.mu.Lock()
@@ -193,7 +193,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 
 	var err error
 	if srv != nil {
-		g.closeSilent()
+		g.silent.closeAll()
 		err = srv.Shutdown(ctx)
 	}
 	for _, t := range open {
@@ -221,39 +221,45 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// trackSilent keeps the set of proxy connections that have not sent a whole
+// silentConns is the set of proxy connections that have not sent a whole
 // request yet, so that Shutdown can close them at once: net/http waits 5 s
-// for such a connection before it counts as idle (the bench harness's Close
-// ran out of its 5 s so in CI). One that arrives while the gateway drains is
-// closed here.
-func (g *Gateway) trackSilent(c net.Conn, state http.ConnState) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if state != http.StateNew {
-		delete(g.silent, c)
-		return
-	}
-	if g.draining {
-		c.Close()
-		return
-	}
-	if g.silent == nil {
-		g.silent = make(map[net.Conn]struct{})
-	}
-	g.silent[c] = struct{}{}
+// for such a connection before it counts it idle (the bench harness's Close
+// ran out of its 5 s so in CI). Its own lock: the hook runs on every state
+// change of every proxy connection.
+type silentConns struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool // closeAll was called: a new connection is closed at once
 }
 
-// closeSilent closes the proxy connections that have not sent a whole request
-// yet. g.draining is set: any accepted later is closed by trackSilent. A
-// request whose header ends after Shutdown began would be dropped by net/http
-// anyway.
-func (g *Gateway) closeSilent() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for c := range g.silent {
+// track is http.Server's ConnState hook.
+func (s *silentConns) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case state != http.StateNew:
+		delete(s.conns, c)
+	case s.closed:
+		c.Close()
+	default:
+		if s.conns == nil {
+			s.conns = make(map[net.Conn]struct{})
+		}
+		s.conns[c] = struct{}{}
+	}
+}
+
+// closeAll closes the connections in the set, and from then on each new one
+// as it arrives. A request whose header ends after Shutdown began would be
+// dropped by net/http anyway.
+func (s *silentConns) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for c := range s.conns {
 		c.Close()
 	}
-	clear(g.silent)
+	clear(s.conns)
 }
 
 // CloseIdleConnections closes the upstream connections kept alive for reuse.

@@ -61,6 +61,7 @@ type Transparent struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	servers   []*http.Server
+	silent    silentConns // plain-HTTP connections that have not sent a whole request yet
 	closed    bool
 }
 
@@ -114,6 +115,7 @@ func (t *Transparent) Shutdown(ctx context.Context) error {
 	for l := range ls {
 		l.Close()
 	}
+	t.silent.closeAll()
 	var err error
 	for _, s := range srvs {
 		err = errors.Join(err, s.Shutdown(ctx))
@@ -281,6 +283,7 @@ func (t *Transparent) ServeHTTP(l net.Listener) error {
 		ReadHeaderTimeout: 15 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          discardLog,
+		ConnState:         t.silent.track,
 	}
 	t.mu.Lock()
 	if t.closed {

@@ -21,6 +21,7 @@ import (
 // 127.0.0.1 is acme's sandbox, every other address nobody's.
 type transparentWorld struct {
 	*world
+	tp                *gateway.Transparent
 	tlsAddr, httpAddr string
 }
 
@@ -53,7 +54,7 @@ func newTransparentWorld(t *testing.T) *transparentWorld {
 		defer cancel()
 		tp.Shutdown(ctx)
 	})
-	return &transparentWorld{world: w, tlsAddr: tl.Addr().String(), httpAddr: hl.Addr().String()}
+	return &transparentWorld{world: w, tp: tp, tlsAddr: tl.Addr().String(), httpAddr: hl.Addr().String()}
 }
 
 // dialFrom connects to addr from the loopback address src.
@@ -247,4 +248,25 @@ func TestTransparentHTTP(t *testing.T) {
 			t.Fatalf("got %v %v", resp, err)
 		}
 	})
+}
+
+// A redirected plain-HTTP connection that has sent nothing yet does not hold
+// Shutdown for net/http's 5 s grace for new connections.
+func TestTransparentShutdownClosesSilentConnections(t *testing.T) {
+	w := newTransparentWorld(t)
+	c := dialFrom(t, "127.0.0.1", w.httpAddr)
+	// Once a request on another connection was answered, the silent one was accepted
+	// before it (one accept loop).
+	if resp := get(t, dialFrom(t, "127.0.0.1", w.httpAddr), "plain.example.test", "/p", nil); resp == nil || resp.StatusCode != 200 {
+		t.Fatalf("the second connection: %+v, want 200", resp)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := w.tp.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a silent connection: %v", err)
+	}
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("the silent connection is still open after Shutdown")
+	}
 }
