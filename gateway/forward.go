@@ -117,8 +117,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, id rules.Ident
 		// bodies of unknown length, so long polls are not held back.
 		ErrorLog: discardLog,
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, errStreamBlocked) {
-				return // the client left, or the scan refused the stream and answers it
+			if errors.Is(err, errStreamBlocked) {
+				return // the scan refused the stream and answers it
+			}
+			if errors.Is(err, context.Canceled) {
+				panic(http.ErrAbortHandler) // the client left: no answer at all (see forwardH1)
 			}
 			if bodyTimedOut(r) {
 				g.refuseBodyTimeout(w, r, id, host, port)

@@ -169,10 +169,14 @@ func (h *h2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A body is timed as over HTTP/1.1 (body.go: Limits.BodyIdleTimeout and
 	// BodyReadTimeout, through the stream's read deadline); a gRPC body
 	// message by message (grpc.go, BodyTimeout).
+	// Deferred: a stream the client reset ends its handler with
+	// http.ErrAbortHandler, and is counted all the same.
+	defer func() {
+		if r.Context().Err() != nil {
+			h.cancelled(r)
+		}
+	}()
 	h.inner.ServeHTTP(&h2Writer{ResponseWriter: w}, r)
-	if r.Context().Err() != nil {
-		h.cancelled(r)
-	}
 }
 
 // cancelled counts a stream the client reset before its answer was done,

@@ -79,7 +79,10 @@ func (g *Gateway) forwardH1(w http.ResponseWriter, r *http.Request, id rules.Ide
 	res, c, err := g.roundTripH1(r.Context(), pool, key, out, host, port, d.AllowAddresses, hostHeader)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return // the client left
+			// The client left: no answer at all. Returning would let net/http
+			// write a 200 that no upstream gave, which a client that only
+			// stopped sending would read.
+			panic(http.ErrAbortHandler)
 		}
 		g.refuse(w, r, dialRefusal(id, err, host, port, r.URL.Path))
 		return
@@ -191,8 +194,13 @@ func (g *Gateway) roundTripH1(ctx context.Context, pool *h1Pool, key h1Key, out 
 		if err == nil {
 			return res, c, nil
 		}
-		c.unwatch()
+		// The watch may cut the exchange before net/http cancels ctx: the
+		// error is then the deadline's, and still means the client left.
+		stayed := c.unwatch()
 		c.conn.Close()
+		if !stayed {
+			return nil, nil, context.Canceled
+		}
 		if !reused || c.read > 0 || ctx.Err() != nil || isTimeout(err) {
 			if ctx.Err() != nil {
 				err = ctx.Err()

@@ -337,8 +337,8 @@ func TestBodilessClientLeavingClosesUpstream(t *testing.T) {
 	})
 	w.client.Timeout = 300 * time.Millisecond
 	left := time.Now()
-	if _, _, err := w.do("GET", "/hang", nil); err == nil {
-		t.Fatal("a GET the upstream never answered succeeded")
+	if resp, body, err := w.do("GET", "/hang", nil); err == nil {
+		t.Fatalf("a GET the upstream never answered succeeded: %s, Sluice-Reason %q, body %q", resp.Status, resp.Header.Get("Sluice-Reason"), body)
 	}
 	select {
 	case at := <-w.up.closed:
@@ -347,6 +347,31 @@ func TestBodilessClientLeavingClosesUpstream(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the gateway kept the upstream connection of a client that left")
+	}
+}
+
+// A client that stops sending (TLS close_notify) while its request waits for
+// the upstream has left: the gateway answers nothing rather than a 200 it never
+// got (net/http writes one for a handler that returns without answering). A
+// client that half-closes and keeps reading would take it for the upstream's.
+// Both paths: the own one (GET) and ReverseProxy's (DELETE).
+func TestClientLeavingGetsNoMadeUpAnswer(t *testing.T) {
+	for _, method := range []string{"GET", "DELETE"} {
+		t.Run(method, func(t *testing.T) {
+			w := newH1World(t, func(c net.Conn, req *http.Request, n int) bool {
+				return true // never answers
+			})
+			tc, br := w.rawTunnel(t)
+			fmt.Fprintf(tc, "%s /hang HTTP/1.1\r\nHost: other.example.test:%d\r\n\r\n", method, w.up.port)
+			waitFor(t, func() bool { _, n := w.up.counts(); return n == 1 })
+			if err := tc.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if resp, err := http.ReadResponse(br, nil); err == nil {
+				t.Fatalf("the client that left got %s, Sluice-Reason %q: an answer the upstream never gave", resp.Status, resp.Header.Get("Sluice-Reason"))
+			}
+		})
 	}
 }
 
