@@ -634,9 +634,17 @@ func TestShutdownClosesProxyConnectionsBeforeTheirFirstRequest(t *testing.T) {
 	}
 	io.ReadAll(resp.Body)
 	resp.Body.Close()
+	mustShutdownClosing(t, w.gw.Shutdown, c)
+}
+
+// mustShutdownClosing runs shutdown with 3 s to go, which a connection that
+// waits for net/http's 5 s grace would run out, and checks that c, which has
+// sent nothing, was closed.
+func mustShutdownClosing(t *testing.T, shutdown func(context.Context) error, c net.Conn) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := w.gw.Shutdown(ctx); err != nil {
+	if err := shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown with a silent client connection: %v", err)
 	}
 	c.SetReadDeadline(time.Now().Add(time.Second))

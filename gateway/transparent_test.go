@@ -260,13 +260,5 @@ func TestTransparentShutdownClosesSilentConnections(t *testing.T) {
 	if resp := get(t, dialFrom(t, "127.0.0.1", w.httpAddr), "plain.example.test", "/p", nil); resp == nil || resp.StatusCode != 200 {
 		t.Fatalf("the second connection: %+v, want 200", resp)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := w.tp.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown with a silent connection: %v", err)
-	}
-	c.SetReadDeadline(time.Now().Add(time.Second))
-	if _, err := c.Read(make([]byte, 1)); err == nil {
-		t.Error("the silent connection is still open after Shutdown")
-	}
+	mustShutdownClosing(t, w.tp.Shutdown, c)
 }
