@@ -488,6 +488,37 @@ func TestH2RapidResetClosesConnection(t *testing.T) {
 	}
 }
 
+// A stream reset while its request waits upstream counts against the reset
+// budget as one reset before its handler ran does: such a handler ends by
+// aborting (the client left: no answer is made up), and the count must not
+// depend on it returning.
+func TestH2ResetsOfForwardedStreamsAreCounted(t *testing.T) {
+	w := h2Limited(t)
+	w.gw.HTTP2.MaxResets = 4
+	h := w.rawH2(t, "api.example.test")
+	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+	var o outcome
+	sent := 0
+	for id := uint32(1); sent < 8 && !o.goaway && !o.closed; id += 2 {
+		if h.request(id, true, "GET", authority, "/slow") != nil {
+			break
+		}
+		sent++
+		waitFor(t, func() bool { return len(w.up.requests()) == sent }) // forwarded
+		if h.fr.WriteRSTStream(id, http2.ErrCodeCancel) != nil {
+			break
+		}
+		o = h.await(0, 200*time.Millisecond)
+	}
+	for !o.goaway && !o.closed && !o.timeout {
+		o = h.await(0, 5*time.Second)
+	}
+	if o.timeout {
+		t.Fatalf("connection still open after %d streams reset upstream (budget 4)", sent)
+	}
+	waitFor(t, func() bool { return w.sink.has(gateway.ReasonHTTP2RapidReset) })
+}
+
 // A stream that trickles its body is cut off after BodyTimeout: it holds
 // scan memory and a stream slot while the body is read for the scan.
 func TestH2TrickledBodyTimesOut(t *testing.T) {
