@@ -166,9 +166,6 @@ func (h *h2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Request trailers arrive after the body was scanned: like HTTP/1.1's,
 	// they are dropped, never forwarded unchecked.
 	r.Trailer = nil
-	// A body is timed as over HTTP/1.1 (body.go: Limits.BodyIdleTimeout and
-	// BodyReadTimeout, through the stream's read deadline); a gRPC body
-	// message by message (grpc.go, BodyTimeout).
 	// Deferred: a stream the client reset ends its handler with
 	// http.ErrAbortHandler, and is counted all the same.
 	defer func() {
@@ -176,6 +173,9 @@ func (h *h2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.cancelled(r)
 		}
 	}()
+	// A body is timed as over HTTP/1.1 (body.go: Limits.BodyIdleTimeout and
+	// BodyReadTimeout, through the stream's read deadline); a gRPC body
+	// message by message (grpc.go, BodyTimeout).
 	h.inner.ServeHTTP(&h2Writer{ResponseWriter: w}, r)
 }
 
