@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -180,7 +179,7 @@ func TestIPv6(t *testing.T) {
 				if code != 403 || reason != "address-not-allowed" {
 					t.Fatalf("%d %q, want 403 address-not-allowed", code, reason)
 				}
-				if want := "host=" + tc.name + " " + tc.why; !strings.Contains(f.log(), want) {
+				if want := "host=" + tc.name + " " + tc.why; !f.logged(want) {
 					t.Errorf("the gateway's log lacks %q", want)
 				}
 			})
