@@ -67,7 +67,7 @@ func TestPhantomCredentials(t *testing.T) {
 			}
 		}
 		e.mu.Unlock()
-		if !strings.Contains(e.log(), "rule=phantom-misuse:git") || !strings.Contains(e.log(), "incident=") {
+		if !e.logged("rule=phantom-misuse:git") || !strings.Contains(e.log(), "incident=") {
 			t.Errorf("no phantom-misuse incident in the log")
 		}
 		code, reason := e.curl(t, "-u", "x-access-token:"+phantom, "https://other.example.test/x")
