@@ -3,6 +3,7 @@ package scanner
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,8 +16,8 @@ import (
 // one costs a full scan of all of it for each new message.
 //
 // A text is the same only for the same tenant and host, the same place
-// and decoding, and the same bytes: the key is a 128-bit hash of all of
-// them with a per-process seed, so that nobody can make a text collide
+// and decoding, and the same bytes: the key is a 126-bit hash of all of
+// them (two bits are marks) with per-process seeds, so that nobody can make a text collide
 // with one that was found clean. What a scan finds in a text depends on
 // the text and the rules alone (the scanner, and its cache, is rebuilt
 // when they change), except for two things:
@@ -28,19 +29,29 @@ import (
 //     them up again; a hit is a miss when one of them is known now, or
 //     when the lengths have changed since.
 //
-// The cache holds at most about entries texts, in two generations per
-// shard: when the young one is full, it becomes the old one and the old
-// one is dropped, and a hit in the old one moves the text to the young.
+// The cache is a table of sets of cleanWays keys, a set to a cache line:
+// a lookup reads one line, and a text that is new (most of an upload is)
+// costs one lookup and one insertion, each under its set's lock. A set
+// keeps its keys most recently used first and drops the last when a new
+// one comes. The lengths of canaries and phantoms are part of the key; the
+// few entries that have tokens are marked in their key and keep them in a
+// map of their own.
 type cleanCache struct {
 	seeds   [2]maphash.Seed
-	perGen  int // entries per shard and generation
-	shards  [cleanShards]cleanShard
 	lensKey maphash.Seed
-	hits    atomic.Uint64 // texts not scanned again
+	sets    []cleanSet
+	shift   uint // a key's set is k[0] >> shift
+	locks   [cleanLocks]cleanLock
+	tokMu   sync.Mutex
+	tokens  map[cleanKey][]string // by key (the mark cleared): the entries that have tokens
+	hits    atomic.Uint64         // texts not scanned again
 }
 
 const (
-	cleanShards = 16
+	// cleanWays is the keys of a set: 4 × 16 bytes, a cache line.
+	cleanWays = 4
+	// cleanLocks stripes the sets' locks: set i is under lock i % cleanLocks.
+	cleanLocks = 64
 	// minCleanText is the shortest text worth a lookup: a shorter one is
 	// scanned in about the time a lookup takes.
 	minCleanText = 256
@@ -48,39 +59,39 @@ const (
 	// more tokens that may be canaries or phantoms is not cached.
 	maxCleanTokens = 4
 	// DefaultCleanCacheEntries is Scanner.CleanCacheEntries' default:
-	// about 10 MB of entries.
+	// 2 MiB of keys.
 	DefaultCleanCacheEntries = 1 << 17
 )
 
-// cleanShard keeps an entry's lens apart from its tokens, which few texts
-// have: maps without pointers are not read by the garbage collector, which
-// otherwise went through every entry of the cache on each of its cycles
-// (its marking was 7 % of the gateway's CPU on an upload of new chat JSON,
-// 2 % since).
-type cleanShard struct {
-	mu               sync.Mutex
-	young, old       map[cleanKey]uint64 // lens
-	youngTok, oldTok map[cleanKey][]string
-}
-
+// cleanKey is a 128-bit key. Bit 0 of k[1] is always set, so that no key
+// is the zero of an empty way; bit 0 of k[0] (cleanHasTokens) is clear in
+// a key looked up, and set in a stored key whose entry has tokens.
 type cleanKey [2]uint64
 
-type cleanEntry struct {
-	lens   uint64   // cleanCache.lensSum of the lengths the tokens were taken for
-	tokens []string // fingerprints of the tokens of those lengths
+const cleanHasTokens = 1
+
+type cleanSet [cleanWays]cleanKey
+
+// cleanLock has a cache line of its own, so that two cores taking
+// neighbouring locks do not take the line from each other.
+type cleanLock struct {
+	sync.Mutex
+	_ [56]byte
 }
 
+// newCleanCache holds at least entries keys.
 func newCleanCache(entries int) *cleanCache {
-	c := &cleanCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, lensKey: maphash.MakeSeed(),
-		perGen: max(entries/cleanShards/2, 1)}
-	for i := range c.shards {
-		c.shards[i].young = map[cleanKey]uint64{}
+	sets := 1
+	for sets*cleanWays < entries {
+		sets *= 2
 	}
-	return c
+	return &cleanCache{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, lensKey: maphash.MakeSeed(),
+		sets: make([]cleanSet, sets), shift: uint(64 - bits.TrailingZeros(uint(sets))), tokens: map[cleanKey][]string{}}
 }
 
-// key is g's key for the request's tenant and host.
-func (c *cleanCache) key(tenant, host string, g *segment) cleanKey {
+// key is g's key for the request's tenant and host and the scan's lengths
+// of canaries and phantoms (lensSum).
+func (c *cleanCache) key(tenant, host string, g *segment, lens uint64) cleanKey {
 	// Every variable-length field ends in a 0 byte that it cannot hold
 	// (or is preceded by its length), so that no two field lists hash the
 	// same bytes. The fields are laid out once and hashed in one call per
@@ -93,20 +104,22 @@ func (c *cleanCache) key(tenant, host string, g *segment) cleanKey {
 	for _, f := range g.chain {
 		meta = append(append(meta, f...), 0)
 	}
-	bits := uint64(0)
+	flags := uint64(0)
 	if g.body {
-		bits |= 1
+		flags |= 1
 	}
 	if g.basic {
-		bits |= 2
+		flags |= 2
 	}
-	for _, v := range [5]uint64{uint64(len(g.chain)), uint64(g.depth), uint64(g.line), uint64(len(g.text)), bits} {
+	for _, v := range [6]uint64{uint64(len(g.chain)), uint64(g.depth), uint64(g.line), uint64(len(g.text)), flags, lens} {
 		meta = binary.LittleEndian.AppendUint64(meta, v)
 	}
 	var k cleanKey
 	for i, seed := range c.seeds {
 		k[i] = maphash.Bytes(seed, meta) ^ maphash.String(seed, g.text)
 	}
+	k[0] &^= cleanHasTokens
+	k[1] |= 1
 	return k
 }
 
@@ -130,45 +143,96 @@ func (c *cleanCache) lensSum(canary, phantom map[int]bool) uint64 {
 	return h.Sum64()
 }
 
-func (c *cleanCache) shard(k cleanKey) *cleanShard { return &c.shards[k[0]%cleanShards] }
-
-// get returns k's entry.
-func (c *cleanCache) get(k cleanKey) (cleanEntry, bool) {
-	s := c.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if lens, ok := s.young[k]; ok {
-		return cleanEntry{lens: lens, tokens: s.youngTok[k]}, true
-	}
-	lens, ok := s.old[k]
-	if !ok {
-		return cleanEntry{}, false
-	}
-	e := cleanEntry{lens: lens, tokens: s.oldTok[k]}
-	s.put(k, e, c.perGen)
-	return e, true
+// lock locks set i and returns it.
+func (c *cleanCache) lock(i uint64) (*cleanSet, *sync.Mutex) {
+	l := &c.locks[i%cleanLocks].Mutex
+	l.Lock()
+	return &c.sets[i], l
 }
 
-// add remembers k as clean.
-func (c *cleanCache) add(k cleanKey, e cleanEntry) {
-	s := c.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.put(k, e, c.perGen)
+// index is k's set.
+func (c *cleanCache) index(k cleanKey) uint64 {
+	if c.shift == 64 { // one set; a shift by 64 gives 0 in Go, said here for the reader
+		return 0
+	}
+	return k[0] >> c.shift
 }
 
-func (s *cleanShard) put(k cleanKey, e cleanEntry, perGen int) {
-	if len(s.young) >= perGen {
-		s.old, s.young = s.young, make(map[cleanKey]uint64, perGen)
-		s.oldTok, s.youngTok = s.youngTok, nil
-	}
-	s.young[k] = e.lens
-	if len(e.tokens) > 0 {
-		if s.youngTok == nil {
-			s.youngTok = map[cleanKey][]string{}
+// find is k's way in set, or -1.
+func (set *cleanSet) find(k cleanKey) int {
+	for w := range set {
+		if set[w][0]&^cleanHasTokens == k[0] && set[w][1] == k[1] {
+			return w
 		}
-		s.youngTok[k] = e.tokens
 	}
+	return -1
+}
+
+// get reports whether k is clean, with its entry's tokens; a hit becomes
+// its set's most recently used key.
+func (c *cleanCache) get(k cleanKey) (tokens []string, ok bool) {
+	set, l := c.lock(c.index(k))
+	w := set.find(k)
+	if w < 0 {
+		l.Unlock()
+		return nil, false
+	}
+	stored := set[w]
+	copy(set[1:w+1], set[:w])
+	set[0] = stored
+	l.Unlock()
+	if stored[0]&cleanHasTokens == 0 {
+		return nil, true
+	}
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	tokens, ok = c.tokens[k]
+	return tokens, ok // not ok: dropped and added again meanwhile, its tokens not yet in
+}
+
+// add remembers k as clean, with the fingerprints of its tokens; the set's
+// least recently used key makes room.
+func (c *cleanCache) add(k cleanKey, tokens []string) {
+	stored := k
+	if len(tokens) > 0 {
+		stored[0] |= cleanHasTokens
+	}
+	set, l := c.lock(c.index(k))
+	defer l.Unlock()
+	w := set.find(k)
+	if w < 0 {
+		w = cleanWays - 1
+	}
+	dropped := set[w]
+	copy(set[1:w+1], set[:w])
+	set[0] = stored
+	if dropped[0]&cleanHasTokens == 0 && len(tokens) == 0 {
+		return
+	}
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	if dropped[0]&cleanHasTokens != 0 {
+		dropped[0] &^= cleanHasTokens
+		delete(c.tokens, dropped)
+	}
+	if len(tokens) > 0 {
+		c.tokens[k] = tokens
+	}
+}
+
+// len is how many keys c holds.
+func (c *cleanCache) len() int {
+	n := 0
+	for i := range c.sets {
+		set, l := c.lock(uint64(i))
+		for _, k := range set {
+			if k != (cleanKey{}) {
+				n++
+			}
+		}
+		l.Unlock()
+	}
+	return n
 }
 
 // CleanHits is how many body texts s found clean before and did not scan
@@ -196,13 +260,10 @@ func (s *Scanner) cleanTokens(segs []*segment, lengths map[int]bool) ([]string, 
 	return fps, len(fps) <= maxCleanTokens
 }
 
-// stillClean reports whether none of the entry's tokens is a canary or a
-// phantom now.
-func (s *Scanner) stillClean(e cleanEntry, lens uint64) bool {
-	if e.lens != lens {
-		return false
-	}
-	for _, fp := range e.tokens {
+// stillClean reports whether none of the tokens (an entry's
+// fingerprints) is a canary or a phantom now.
+func (s *Scanner) stillClean(tokens []string) bool {
+	for _, fp := range tokens {
 		if s.Canaries != nil {
 			if _, ok := s.Canaries.Canary(fp); ok {
 				return false

@@ -142,37 +142,46 @@ func TestCleanCacheBounded(t *testing.T) {
 	for i := range 500 {
 		scanChat(t, s, "a", "api.example.test", chatWith(fmt.Sprint("message ", i)), nil)
 	}
-	n := 0
-	for i := range s.clean.shards {
-		n += len(s.clean.shards[i].young) + len(s.clean.shards[i].old)
-	}
-	if n == 0 || n > 64+2*cleanShards {
-		t.Fatalf("%d entries, want 1 to %d", n, 64+2*cleanShards)
+	if n := s.clean.len(); n == 0 || n > 64 {
+		t.Fatalf("%d entries, want 1 to 64", n)
 	}
 }
 
-// An entry keeps its tokens (kept apart from it) through both generations:
-// found in the old one, moved to the young one, and once more when that one
-// turns old; an entry without tokens gets none from a neighbour.
-func TestCleanCacheKeepsTokensAcrossGenerations(t *testing.T) {
-	c := newCleanCache(2 * cleanShards)                                    // one entry per shard and generation
-	key := func(i uint64) cleanKey { return cleanKey{i * cleanShards, i} } // all in shard 0
-	c.add(key(1), cleanEntry{lens: 7, tokens: []string{"fp-a", "fp-b"}})
-	c.add(key(2), cleanEntry{lens: 8}) // key(1) is old now
-	check := func(k cleanKey, lens uint64, tokens ...string) {
+// A set keeps its most recently used keys: a hit keeps a key, the least
+// recently used one is dropped, and its tokens with it; an entry without
+// tokens gets none from a neighbour.
+func TestCleanCacheDropsLeastRecentlyUsed(t *testing.T) {
+	c := newCleanCache(cleanWays) // one set
+	key := func(i uint64) cleanKey { return cleanKey{i << 1, i<<1 | 1} }
+	c.add(key(1), []string{"fp-a", "fp-b"})
+	for i := uint64(2); i <= cleanWays; i++ {
+		c.add(key(i), nil)
+	}
+	check := func(k cleanKey, tokens ...string) {
 		t.Helper()
-		e, ok := c.get(k)
-		if !ok || e.lens != lens || !slices.Equal(e.tokens, tokens) {
-			t.Fatalf("get %v: %v %v, want lens %d tokens %v", k, e, ok, lens, tokens)
+		got, ok := c.get(k)
+		if !ok || !slices.Equal(got, tokens) {
+			t.Fatalf("get %v: %v %v, want tokens %v", k, got, ok, tokens)
 		}
 	}
-	check(key(1), 7, "fp-a", "fp-b") // from the old generation, moved to the young
-	check(key(1), 7, "fp-a", "fp-b")
-	c.add(key(3), cleanEntry{lens: 9}) // key(1) old again, key(2) dropped
-	check(key(1), 7, "fp-a", "fp-b")
-	check(key(3), 9)
+	check(key(1), "fp-a", "fp-b") // the most recently used now; key(2) the least
+	check(key(3))
+	c.add(key(cleanWays+1), nil)
 	if _, ok := c.get(key(2)); ok {
-		t.Fatal("an entry two generations old is still found")
+		t.Fatal("the least recently used key is still found")
+	}
+	check(key(1), "fp-a", "fp-b")
+	for i := uint64(cleanWays + 2); i <= 2*cleanWays+1; i++ {
+		c.add(key(i), nil)
+	}
+	if _, ok := c.get(key(1)); ok {
+		t.Fatal("a key all others were used after is still found")
+	}
+	if len(c.tokens) != 0 {
+		t.Fatalf("a dropped entry's tokens are kept: %d", len(c.tokens))
+	}
+	if n := c.len(); n != cleanWays {
+		t.Fatalf("%d keys in a set of %d", n, cleanWays)
 	}
 }
 

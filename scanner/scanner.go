@@ -482,8 +482,8 @@ func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segmen
 		var key cleanKey
 		cacheable := clean != nil && seg.body && len(seg.text) >= minCleanText
 		if cacheable {
-			key = clean.key(req.Tenant, req.Host, seg)
-			if e, ok := clean.get(key); ok && s.stillClean(e, sh.lens) {
+			key = clean.key(req.Tenant, req.Host, seg, sh.lens)
+			if tokens, ok := clean.get(key); ok && s.stillClean(tokens) {
 				clean.hits.Add(1)
 				continue
 			}
@@ -506,7 +506,7 @@ func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segmen
 		}
 		if cacheable && len(found) == 0 {
 			if tokens, ok := s.cleanTokens(segs, sh.tokenLens); ok {
-				clean.add(key, cleanEntry{lens: sh.lens, tokens: tokens})
+				clean.add(key, tokens)
 			}
 		}
 		out = append(out, found...)
