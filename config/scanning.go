@@ -31,7 +31,7 @@ type Scanning struct {
 	// CleanCacheEntries bounds how many body texts found clean the scanner
 	// remembers, so that a conversation's history, which an agent resends
 	// on every turn, is not scanned again: 0 its default
-	// (scanner.DefaultCleanCacheEntries, about 10 MB), -1 none.
+	// (scanner.DefaultCleanCacheEntries, 2 MiB), -1 none.
 	CleanCacheEntries int `yaml:"clean_cache_entries"`
 	// RulePacks are extra gitleaks TOML rule packs (relative to the config
 	// file), layered over the defaults and the shipped packs.
@@ -84,7 +84,7 @@ func (c *Config) ScannerOptions(createKey bool) scanner.Options {
 // MaxDecodeDepth bounds scanning.decode_depth: every layer multiplies work.
 const MaxDecodeDepth = 8
 
-// MaxCleanCacheEntries bounds scanning.clean_cache_entries: about 1 GB of
+// MaxCleanCacheEntries bounds scanning.clean_cache_entries: 256 MiB of
 // entries.
 const MaxCleanCacheEntries = 1 << 24
 

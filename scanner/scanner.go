@@ -74,7 +74,8 @@ type Scanner struct {
 	Phantoms PhantomSet
 	// CleanCacheEntries bounds how many body texts found clean are
 	// remembered, so that a text sent again (a conversation's history, on
-	// each turn) is not scanned again (see cleanCache); zero:
+	// each turn) is not scanned again (see cleanCache), rounded up to a
+	// power of two; zero:
 	// DefaultCleanCacheEntries, negative: none are.
 	CleanCacheEntries int
 
