@@ -17,10 +17,10 @@ import (
 //
 // A text is the same only for the same tenant and host, the same place
 // and decoding, and the same bytes: the key is a 126-bit hash of all of
-// them (two bits are marks) with per-process seeds, so that nobody can make a text collide
-// with one that was found clean. What a scan finds in a text depends on
-// the text and the rules alone (the scanner, and its cache, is rebuilt
-// when they change), except for two things:
+// them (two bits are marks) with per-process seeds, so that nobody can
+// make a text collide with one that was found clean. What a scan finds in
+// a text depends on the text and the rules alone (the scanner, and its
+// cache, is rebuilt when they change), except for two things:
 //   - links: whether one leads outside depends on the policy of the day,
 //     so a text in which a link's host was looked up is not cached;
 //   - canaries and phantoms, which are minted while the scanner runs (and
@@ -35,7 +35,9 @@ import (
 // keeps its keys most recently used first and drops the last when a new
 // one comes. The lengths of canaries and phantoms are part of the key; the
 // few entries that have tokens are marked in their key and keep them in a
-// map of their own.
+// map of their own. The sets hold no pointers: the garbage collector does
+// not read them (it read every entry of the maps before them on each of
+// its cycles).
 type cleanCache struct {
 	seeds   [2]maphash.Seed
 	lensKey maphash.Seed
