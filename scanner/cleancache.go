@@ -35,9 +35,8 @@ import (
 // keeps its keys most recently used first and drops the last when a new
 // one comes. The lengths of canaries and phantoms are part of the key; the
 // few entries that have tokens are marked in their key and keep them in a
-// map of their own. The sets hold no pointers: the garbage collector does
-// not read them (it read every entry of the maps before them on each of
-// its cycles).
+// map of their own. The sets hold no pointers, so that the garbage
+// collector does not read them on each of its cycles.
 type cleanCache struct {
 	seeds   [2]maphash.Seed
 	lensKey maphash.Seed
