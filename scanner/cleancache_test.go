@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -182,6 +183,56 @@ func TestCleanCacheDropsLeastRecentlyUsed(t *testing.T) {
 	}
 	if n := c.len(); n != cleanWays {
 		t.Fatalf("%d keys in a set of %d", n, cleanWays)
+	}
+}
+
+// Under concurrent lookups and insertions in a few sets, a hit gives its
+// own key's tokens and no other's, and the tokens of dropped entries do not
+// stay behind.
+func TestCleanCacheConcurrent(t *testing.T) {
+	c := newCleanCache(4 * cleanWays) // four sets, so that keys keep pushing each other out
+	key := func(i uint64) cleanKey { return cleanKey{i << 1, i<<1 | 1} }
+	tokensOf := func(i uint64) []string { // every third key has tokens of its own
+		if i%3 != 0 {
+			return nil
+		}
+		return []string{fmt.Sprint("fp-", i)}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for n := range 20000 {
+				i := uint64(n*7+g*13) % 64
+				if n%2 == 0 {
+					c.add(key(i), tokensOf(i))
+					continue
+				}
+				if got, ok := c.get(key(i)); ok && !slices.Equal(got, tokensOf(i)) {
+					select {
+					case errs <- fmt.Sprintf("key %d: tokens %v, want %v", i, got, tokensOf(i)):
+					default:
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	marked := 0
+	for _, set := range c.sets {
+		for _, k := range set {
+			if k[0]&cleanHasTokens != 0 {
+				marked++
+			}
+		}
+	}
+	if len(c.tokens) != marked {
+		t.Fatalf("%d entries hold tokens, %d token lists kept", marked, len(c.tokens))
 	}
 }
 
