@@ -151,13 +151,8 @@ func (c *cleanCache) lock(i uint64) (*cleanSet, *sync.Mutex) {
 	return &c.sets[i], l
 }
 
-// index is k's set.
-func (c *cleanCache) index(k cleanKey) uint64 {
-	if c.shift == 64 { // one set; a shift by 64 gives 0 in Go, said here for the reader
-		return 0
-	}
-	return k[0] >> c.shift
-}
+// index is k's set (with one set, shift is 64 and Go's shift gives 0).
+func (c *cleanCache) index(k cleanKey) uint64 { return k[0] >> c.shift }
 
 // find is k's way in set, or -1.
 func (set *cleanSet) find(k cleanKey) int {
@@ -219,21 +214,6 @@ func (c *cleanCache) add(k cleanKey, tokens []string) {
 	if len(tokens) > 0 {
 		c.tokens[k] = tokens
 	}
-}
-
-// len is how many keys c holds.
-func (c *cleanCache) len() int {
-	n := 0
-	for i := range c.sets {
-		set, l := c.lock(uint64(i))
-		for _, k := range set {
-			if k != (cleanKey{}) {
-				n++
-			}
-		}
-		l.Unlock()
-	}
-	return n
 }
 
 // CleanHits is how many body texts s found clean before and did not scan

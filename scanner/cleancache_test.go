@@ -347,3 +347,18 @@ func TestSpreads(t *testing.T) {
 		t.Fatal("less than two jobs: spread")
 	}
 }
+
+// len is how many keys c holds.
+func (c *cleanCache) len() int {
+	n := 0
+	for i := range c.sets {
+		set, l := c.lock(uint64(i))
+		for _, k := range set {
+			if k != (cleanKey{}) {
+				n++
+			}
+		}
+		l.Unlock()
+	}
+	return n
+}
