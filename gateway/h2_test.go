@@ -106,8 +106,8 @@ func TestH2StreamsAreCheckedOneByOne(t *testing.T) {
 	var paths []string
 	for _, r := range w.up.requests() {
 		paths = append(paths, r.URL.Path)
-		if r.ProtoMajor != 2 {
-			t.Errorf("upstream got %s over %s, want HTTP/2 (it offers h2)", r.URL.Path, r.Proto)
+		if r.ProtoMajor != 1 {
+			t.Errorf("upstream got %s over %s, want HTTP/1.1 (a bodiless GET takes the gateway's HTTP/1.1 path)", r.URL.Path, r.Proto)
 		}
 	}
 	if strings.Join(paths, ",") != "/slow,/v1/after" {
@@ -210,9 +210,9 @@ func TestH2ShutdownDrains(t *testing.T) {
 }
 
 // Upstream connections are pooled per tenant and kept warm, and no request
-// goes on a connection dialled for another tenant; an HTTP/1.1 client's
-// requests go on over HTTP/1.1, an HTTP/2 client's over HTTP/2 (the upstream
-// offers both).
+// goes on a connection dialled for another tenant. A request with a body goes
+// on in the client's protocol (the upstream offers both); a bodiless GET
+// takes the gateway's HTTP/1.1 path whatever the client spoke.
 func TestUpstreamPoolsPerTenantAndProtocol(t *testing.T) {
 	w := newWorld(t)
 	h1 := func(tenant string) *http.Client {
@@ -224,38 +224,57 @@ func TestUpstreamPoolsPerTenantAndProtocol(t *testing.T) {
 	clients := map[string]*http.Client{"acme-h1": h1("acme"), "globex-h1": h1("globex"), "acme-h2": h2("acme"), "globex-h2": h2("globex")}
 	for i := range 3 {
 		for name, c := range clients {
-			resp, err := c.Get(w.url("other.example.test", "/"+name+"/"+strconv.Itoa(i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s: %d", name, resp.StatusCode)
+			for _, method := range []string{"GET", "POST"} {
+				var body io.Reader
+				if method == "POST" {
+					body = strings.NewReader("hello")
+				}
+				req, _ := http.NewRequest(method, w.url("other.example.test", "/"+name+"/"+method+"/"+strconv.Itoa(i)), body)
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("%s %s: %d", name, method, resp.StatusCode)
+				}
 			}
 		}
 	}
-	conns := map[string]map[string]bool{}
+	conns := map[string]map[string]bool{}   // client and method: upstream connections
+	tenants := map[string]map[string]bool{} // upstream connection: tenants
 	for _, r := range w.up.requests() {
-		name := strings.Split(r.URL.Path, "/")[1]
-		if want := map[bool]int{true: 2, false: 1}[strings.HasSuffix(name, "-h2")]; r.ProtoMajor != want {
+		parts := strings.Split(r.URL.Path, "/")
+		name, method := parts[1], parts[2]
+		want := 1
+		if strings.HasSuffix(name, "-h2") && method == "POST" {
+			want = 2
+		}
+		if r.ProtoMajor != want {
 			t.Errorf("%s reached the upstream over %s, want HTTP/%d", r.URL.Path, r.Proto, want)
 		}
-		if conns[name] == nil {
-			conns[name] = map[string]bool{}
+		key := name + " " + method
+		if conns[key] == nil {
+			conns[key] = map[string]bool{}
 		}
-		conns[name][r.RemoteAddr] = true
+		conns[key][r.RemoteAddr] = true
+		if tenants[r.RemoteAddr] == nil {
+			tenants[r.RemoteAddr] = map[string]bool{}
+		}
+		tenants[r.RemoteAddr][strings.Split(name, "-")[0]] = true
 	}
-	for name := range clients {
-		if len(conns[name]) != 1 {
-			t.Errorf("%s: upstream connections %v, want one, kept alive", name, conns[name])
+	if len(conns) != 2*len(clients) {
+		t.Fatalf("upstream saw %d kinds of request, want %d: %v", len(conns), 2*len(clients), conns)
+	}
+	for key, cs := range conns {
+		if len(cs) != 1 {
+			t.Errorf("%s: upstream connections %v, want one, kept alive", key, cs)
 		}
 	}
-	for _, proto := range []string{"-h1", "-h2"} {
-		for c := range conns["acme"+proto] {
-			if conns["globex"+proto][c] {
-				t.Fatalf("connection %s carried both tenants' requests", c)
-			}
+	for c, ts := range tenants {
+		if len(ts) != 1 {
+			t.Fatalf("connection %s carried several tenants' requests: %v", c, ts)
 		}
 	}
 }
