@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,4 +84,39 @@ func requestLen(wire []byte) int {
 		return i + 4
 	}
 	return len(wire)
+}
+
+// Only a request that carries no body takes the HTTP/1.1 path, whatever
+// protocol the client spoke: a body taken there would never be forwarded.
+func TestBodilessH1(t *testing.T) {
+	h2Body := struct{ io.ReadCloser }{io.NopCloser(strings.NewReader(""))} // HTTP/2 gives every stream one
+	tests := []struct {
+		name   string
+		method string
+		proto  int
+		body   io.ReadCloser
+		length int64
+		ws     bool
+		want   bool
+	}{
+		{"HTTP/1.1 GET", "GET", 1, http.NoBody, 0, false, true},
+		{"HTTP/1.1 HEAD without a Body", "HEAD", 1, nil, 0, false, true},
+		{"HTTP/1.1 GET with a body", "GET", 1, io.NopCloser(strings.NewReader("x")), 1, false, false},
+		{"HTTP/1.1 POST", "POST", 1, http.NoBody, 0, false, false},
+		{"HTTP/1.1 WebSocket", "GET", 1, http.NoBody, 0, true, false},
+		{"HTTP/2 GET ended by its headers", "GET", 2, h2Body, 0, false, true},
+		{"HTTP/2 OPTIONS", "OPTIONS", 2, h2Body, 0, false, true},
+		{"HTTP/2 GET with a body of unknown length", "GET", 2, h2Body, -1, false, false},
+		{"HTTP/2 GET with a declared body", "GET", 2, h2Body, 5, false, false},
+		{"HTTP/2 POST", "POST", 2, h2Body, 0, false, false},
+		{"HTTP/3", "GET", 3, http.NoBody, 0, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &http.Request{Method: tc.method, ProtoMajor: tc.proto, Body: tc.body, ContentLength: tc.length}
+			if got := bodilessH1(r, tc.ws); got != tc.want {
+				t.Fatalf("bodilessH1 = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
