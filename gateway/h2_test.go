@@ -654,37 +654,45 @@ func TestH2StalledStreamsReleaseScanMemory(t *testing.T) {
 }
 
 // A bodiless HTTP/2 stream goes upstream on a pooled HTTP/1.1 connection.
-// A Content-Length it declares without sending a body must not go with it:
-// the upstream would read the next request on that connection as the body
-// (a desync that hides one request inside another).
-func TestH2DeclaredLengthWithoutBodyCannotDesyncUpstream(t *testing.T) {
-	w := newWorld(t)
-	authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
-	h := w.rawH2(t, "api.example.test")
+// A length or transfer coding it declares without sending a body must not
+// go with it: the upstream would read the next request on that connection
+// as the body (a desync that hides one request inside another).
+func TestH2DeclaredBodyWithoutBodyCannotDesyncUpstream(t *testing.T) {
 	smuggled := "GET /v1/hidden HTTP/1.1\r\nHost: api.example.test\r\n\r\n"
-	if err := h.request(1, true, "GET", authority, "/v1/first", "content-length", strconv.Itoa(len(smuggled))); err != nil {
-		t.Fatal(err)
-	}
-	first := h.await(1, 5*time.Second)
-	if err := h.request(3, true, "GET", authority, "/v1/second"); err != nil {
-		t.Fatal(err)
-	}
-	second := h.await(3, 5*time.Second)
-	if second.status != "200" {
-		t.Fatalf("the stream after the one that declared a length: %+v, want 200", second)
-	}
-	var paths []string
-	for _, r := range w.up.requests() {
-		paths = append(paths, r.URL.Path)
-		if r.ContentLength > 0 || r.Header.Get("Content-Length") != "" {
-			t.Errorf("upstream got %s with a length (%d, %q): a body that never came", r.URL.Path, r.ContentLength, r.Header.Get("Content-Length"))
-		}
-	}
-	want := "/v1/first,/v1/second"
-	if first.status != "200" {
-		want = "/v1/second" // refused before forwarding: as good
-	}
-	if got := strings.Join(paths, ","); got != want {
-		t.Fatalf("upstream saw %s, want %s (first stream: %+v)", got, want, first)
+	for name, fields := range map[string][]string{
+		"content-length":    {"content-length", strconv.Itoa(len(smuggled))},
+		"transfer-encoding": {"transfer-encoding", "chunked"},
+		"both":              {"content-length", "5", "transfer-encoding", "chunked"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			authority := net.JoinHostPort("api.example.test", strconv.Itoa(w.up.port))
+			h := w.rawH2(t, "api.example.test")
+			if err := h.request(1, true, "GET", authority, "/v1/first", fields...); err != nil {
+				t.Fatal(err)
+			}
+			first := h.await(1, 5*time.Second)
+			if err := h.request(3, true, "GET", authority, "/v1/second"); err != nil {
+				t.Fatal(err)
+			}
+			second := h.await(3, 5*time.Second)
+			if second.status != "200" {
+				t.Fatalf("the stream after the one that declared a body: %+v, want 200", second)
+			}
+			var paths []string
+			for _, r := range w.up.requests() {
+				paths = append(paths, r.URL.Path)
+				if r.ContentLength > 0 || len(r.TransferEncoding) > 0 || r.Header.Get("Content-Length") != "" {
+					t.Errorf("upstream got %s with a body declared (%d, %v): a body that never came", r.URL.Path, r.ContentLength, r.TransferEncoding)
+				}
+			}
+			want := "/v1/first,/v1/second"
+			if first.status != "200" {
+				want = "/v1/second" // refused before forwarding: as good
+			}
+			if got := strings.Join(paths, ","); got != want {
+				t.Fatalf("upstream saw %s, want %s (first stream: %+v)", got, want, first)
+			}
+		})
 	}
 }
