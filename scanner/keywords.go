@@ -141,6 +141,10 @@ func newKeywordSet(kws []string) (*keywordSet, bool) {
 // before its quarter (the automaton's state then is exact from the
 // quarter's start on) and reports only what ends in its quarter; the
 // streams' ends are kept (as position and state) and reported in order.
+// All four read as many bytes, the last quarter's with those warm bytes
+// and the remainder of the division: the others read on past their
+// quarters (and ignore what ends there), which costs less than walking
+// the ends of the quarters one stream at a time after the others.
 func (k *keywordSet) each(t string, fn func(start, id int)) {
 	warm := k.maxLen - 1
 	c := len(t) / interleave
@@ -154,9 +158,13 @@ func (k *keywordSet) each(t string, fn func(start, id int)) {
 		ends[s] = ends[s][:0]
 	}
 	next, class := k.next, &k.class
-	// Stream s reads t[s*c-warm:], stream 0 t[0:]; all read n bytes in step.
-	n := c
-	t0, t1, t2, t3 := t[:n], t[c-warm:][:n], t[2*c-warm:][:n], t[3*c-warm:][:n]
+	// Stream s reads n bytes from t[s*c-warm:], stream 0 from t[0:], the
+	// last up to the end of t; stream s reports the ends at its offsets
+	// [lo[s], hi[s]), those in its own quarter.
+	n := len(t) - (interleave-1)*c + warm
+	t0, t1, t2, t3 := t[:n], t[c-warm:][:n], t[2*c-warm:][:n], t[3*c-warm:]
+	lo := [interleave]int{0, warm, warm, warm}
+	hi := [interleave]int{c, c + warm, c + warm, n}
 	var r [interleave]uint32
 	for i := 0; i < n; i++ {
 		i = walk4(next, class, t0, t1, t2, t3, i, &r)
@@ -166,22 +174,11 @@ func (k *keywordSet) each(t string, fn func(start, id int)) {
 		v := r
 		for s := range r {
 			r[s] &^= termBit
-		}
-		if v[0]&termBit != 0 {
-			ends[0] = append(ends[0], uint64(i)<<32|uint64(r[0]))
-		}
-		// The others' first warm bytes end in the stream before's quarter.
-		for s := 1; s < interleave; s++ {
-			if v[s]&termBit != 0 && i >= warm {
-				ends[s] = append(ends[s], uint64(s*c-warm+i)<<32|uint64(r[s]))
+			if v[s]&termBit != 0 && lo[s] <= i && i < hi[s] {
+				ends[s] = append(ends[s], uint64(s*c-lo[s]+i)<<32|uint64(r[s]))
 			}
 		}
 	}
-	// Streams 1 to 3 are warm bytes short of their quarters' ends (the
-	// last quarter takes the rest of t).
-	ends[1] = k.walk(t, 2*c-warm, 2*c, r[1], ends[1])
-	ends[2] = k.walk(t, 3*c-warm, 3*c, r[2], ends[2])
-	ends[3] = k.walk(t, 4*c-warm, len(t), r[3], ends[3])
 	for s := range ends {
 		k.emitAll(ends[s], fn)
 	}
@@ -234,22 +231,6 @@ const (
 )
 
 var endsPool = sync.Pool{New: func() any { return new([interleave][]uint64) }}
-
-// walk runs the automaton over t[from:to] from state row, appending
-// where it enters a state where keywords end (position<<32 | row).
-func (k *keywordSet) walk(t string, from, to int, row uint32, ends []uint64) []uint64 {
-	next, class := k.next, &k.class
-	_ = next[0]
-	last := len(next) - 1 // a mask, as in each
-	for i := from; i < to; i++ {
-		v := next[(int(row)+int(class[t[i]]))&last]
-		row = v &^ termBit
-		if v&termBit != 0 {
-			ends = append(ends, uint64(i)<<32|uint64(row))
-		}
-	}
-	return ends
-}
 
 // emitAll reports the keywords ending at the recorded positions.
 func (k *keywordSet) emitAll(ends []uint64, fn func(start, id int)) {
