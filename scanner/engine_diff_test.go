@@ -22,6 +22,11 @@ import (
 // Deliberate differences, where we report more than gitleaks:
 //   - documentation example values ("AKIA…EXAMPLE") are found
 //     (findExamples); operators allow a rule per host if they must;
+//   - a secret that merely holds "false" (or starts with "true", or ends
+//     with "null") is found: gitleaks' global allowlist `(?i)^true|false|null$`
+//     lets those pass for want of a group, where it means the words alone
+//     (anchorWordAllowlist); a private key with a line saying "false" would
+//     go out;
 //   - a "gitleaks:allow" comment on the line does not hide a finding: the
 //     sender of a request would write it;
 //   - a composite rule (requiredRules) reports its primary finding without

@@ -131,6 +131,7 @@ func loadRules(list []Pack) (*Rules, error) {
 	sort.Strings(base.OrderedRules)
 	run := base
 	run.Rules = findExamples(base.Rules)
+	run.Allowlists = anchorWordAllowlist(base.Allowlists)
 	eng, err := newEngine(run)
 	if err != nil {
 		return nil, err
@@ -204,6 +205,42 @@ var (
 func DefaultRules() (*Rules, error) {
 	defaultRulesOnce.Do(func() { defaultRules, defaultRulesErr = LoadRules() })
 	return defaultRules, defaultRulesErr
+}
+
+// gitleaks' global allowlist has `(?i)^true|false|null$`, meant for a
+// secret that is only one of those words; as written, the alternation lets
+// any secret that starts with "true", ends with "null" or holds "false"
+// anywhere pass. A random key block holds "false" now and then, and a sender
+// who wants a private key out can add a line that does. looseWordAllow is
+// that regex, and anchoredWordAllow what it means.
+const looseWordAllow = `(?i)^true|false|null$`
+
+var anchoredWordAllow = regexp.MustCompile(`(?i)^(?:true|false|null)$`)
+
+// anchorWordAllowlist returns the global allowlists with looseWordAllow
+// replaced by anchoredWordAllow, in a new copy of the list that held it (a
+// list's compiled pattern is built from its regexes once, by Validate). It
+// is one of the documented differences from gitleaks (see
+// engine_diff_test.go).
+func anchorWordAllowlist(lists []*config.Allowlist) []*config.Allowlist {
+	out := make([]*config.Allowlist, 0, len(lists))
+	for _, a := range lists {
+		i := slices.IndexFunc(a.Regexes, func(re *regexp.Regexp) bool { return re.String() == looseWordAllow })
+		if i < 0 {
+			out = append(out, a)
+			continue
+		}
+		regexes := slices.Clone(a.Regexes)
+		regexes[i] = anchoredWordAllow
+		c := &config.Allowlist{Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
+			Paths: a.Paths, RegexTarget: a.RegexTarget, Regexes: regexes, StopWords: a.StopWords}
+		if err := c.Validate(); err != nil { // it only combines what a's own Validate accepted
+			out = append(out, a)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // findExamples returns rules without the allowlist entries that let
