@@ -65,7 +65,8 @@ func bodilessH1(r *http.Request, ws bool) bool {
 		}
 	case 2:
 		// Every stream has a Body; a length of 0 means that its headers
-		// ended it or that it declared none, and the server resets a
+		// ended it (a length they declare anyway is not forwarded:
+		// notForwarded) or that it declared 0, and the server resets a
 		// stream that sends more than it declared.
 		if r.ContentLength != 0 {
 			return false
