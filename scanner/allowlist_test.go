@@ -32,7 +32,10 @@ func TestWordAllowlistAnchored(t *testing.T) {
 		}
 	}
 
-	lists := anchorWordAllowlist(r.cfg.Allowlists)
+	lists, err := anchorWordAllowlist(r.cfg.Allowlists)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pass := func(s string) bool { return allowed(lists, s, s, s) }
 	for _, s := range []string{"true", "false", "null", "FALSE", "True"} {
 		if !pass(s) {

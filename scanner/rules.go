@@ -131,7 +131,9 @@ func loadRules(list []Pack) (*Rules, error) {
 	sort.Strings(base.OrderedRules)
 	run := base
 	run.Rules = findExamples(base.Rules)
-	run.Allowlists = anchorWordAllowlist(base.Allowlists)
+	if run.Allowlists, err = anchorWordAllowlist(base.Allowlists); err != nil {
+		return nil, err
+	}
 	eng, err := newEngine(run)
 	if err != nil {
 		return nil, err
@@ -222,7 +224,7 @@ var anchoredWordAllow = regexp.MustCompile(`(?i)^(?:true|false|null)$`)
 // list's compiled pattern is built from its regexes once, by Validate). It
 // is one of the documented differences from gitleaks (see
 // engine_diff_test.go).
-func anchorWordAllowlist(lists []*config.Allowlist) []*config.Allowlist {
+func anchorWordAllowlist(lists []*config.Allowlist) ([]*config.Allowlist, error) {
 	out := make([]*config.Allowlist, 0, len(lists))
 	for _, a := range lists {
 		i := slices.IndexFunc(a.Regexes, func(re *regexp.Regexp) bool { return re.String() == looseWordAllow })
@@ -234,13 +236,13 @@ func anchorWordAllowlist(lists []*config.Allowlist) []*config.Allowlist {
 		regexes[i] = anchoredWordAllow
 		c := &config.Allowlist{Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
 			Paths: a.Paths, RegexTarget: a.RegexTarget, Regexes: regexes, StopWords: a.StopWords}
-		if err := c.Validate(); err != nil { // it only combines what a's own Validate accepted
-			out = append(out, a)
-			continue
+		// Never the loose list instead: that would let the secrets through.
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("scanner: anchor the global allowlist's word regex: %w", err)
 		}
 		out = append(out, c)
 	}
-	return out
+	return out, nil
 }
 
 // findExamples returns rules without the allowlist entries that let
