@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -428,20 +429,12 @@ func TestMnemonicNotInProse(t *testing.T) {
 	}
 }
 
-// TestAssignmentTrims: the hand-written trims of assignment are the
-// strings functions they stand for.
+// TestAssignmentTrims: the hand-written trim of assignment is the
+// strings function it stands for.
 func TestAssignmentTrims(t *testing.T) {
 	for _, s := range []string{"", " ", "\t \t", " a ", "\ta\t", "a", " \t a b \t ", "x\t\t", "\t\tx"} {
 		if got, want := trimBlanksLeft(s), strings.TrimLeft(s, " \t"); got != want {
 			t.Errorf("trimBlanksLeft(%q) = %q, want %q", s, got, want)
-		}
-		if got, want := trimBlanksRight(s), strings.TrimRight(s, " \t"); got != want {
-			t.Errorf("trimBlanksRight(%q) = %q, want %q", s, got, want)
-		}
-	}
-	for _, s := range []string{"", `"`, `''`, `"a"`, `'a"`, `"'x'"`, `a"b`, `"a b"'`, `x`} {
-		if got, want := trimQuotes(s), strings.Trim(s, `"'`); got != want {
-			t.Errorf("trimQuotes(%q) = %q, want %q", s, got, want)
 		}
 	}
 	for _, line := range []string{"A=b \t\r", "A=\r", "A= b", `"a": "b" `, "A=b\t \r\t"} {
@@ -450,6 +443,56 @@ func TestAssignmentTrims(t *testing.T) {
 		if want := strings.TrimRight(line[i+1:], " \t\r"); !ok || got != want {
 			t.Errorf("assignment(%q) value %q, %v, want %q", line, got, ok, want)
 		}
+	}
+}
+
+// assignmentRef is assignment as its comment states it, with the strings
+// functions: the first '=' or ':' of the head, the name before it trimmed
+// of blanks and then of quotes.
+func assignmentRef(line string) (name, value string, ok bool) {
+	s := strings.TrimPrefix(strings.TrimLeft(line, " \t"), "export ")
+	i := strings.IndexAny(s[:min(len(s), 86)], "=:")
+	if i <= 0 || i > 84 {
+		return "", "", false
+	}
+	name = strings.Trim(strings.TrimRight(s[:i], " \t"), `"'`)
+	if !assignedNameRE.MatchString(name) {
+		return "", "", false
+	}
+	return name, strings.TrimRight(s[i+1:], " \t\r"), true
+}
+
+var assignedNameRE = regexp.MustCompile(`^[_A-Za-z][_.\-A-Za-z0-9]*$`)
+
+// TestAssignmentReference: assignment's one read of a line's head splits
+// random lines as assignmentRef does, at every length around its limits.
+func TestAssignmentReference(t *testing.T) {
+	pieces := []string{`"`, `'`, " ", "\t", "\r", "=", ":", "a", "Z", "_", ".", "-", "0", "export ", "é", "x=y", "KEY", "#", "/"}
+	r := rand.New(rand.NewPCG(3, 4))
+	oks := 0
+	for range 200000 {
+		var b strings.Builder
+		for n := r.IntN(12); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		if r.IntN(4) == 0 { // a long name, around the head's limit
+			b.WriteString(strings.Repeat("n", 70+r.IntN(25)))
+			for n := r.IntN(4); n > 0; n-- {
+				b.WriteString(pieces[r.IntN(len(pieces))])
+			}
+		}
+		line := b.String()
+		n, v, ok := assignment(line)
+		wn, wv, wok := assignmentRef(line)
+		if n != wn || v != wv || ok != wok {
+			t.Fatalf("assignment(%q) = %q, %q, %v; want %q, %q, %v", line, n, v, ok, wn, wv, wok)
+		}
+		if ok {
+			oks++
+		}
+	}
+	if oks < 10000 {
+		t.Fatalf("only %d of the random lines were assignments: the test reads too few", oks)
 	}
 }
 

@@ -44,8 +44,16 @@ var notSecretParts = map[string]bool{
 // says secret (NAME=value, name: value) and connection strings with a
 // password. Placeholders and references are not secrets.
 func detectEnv(text string, emit func(Finding)) {
-	// Every assignment holds an '=' or a ':'.
-	for line := range linesHolding(text, '=', ':') {
+	// Line by line: in source code and configuration most lines hold an
+	// '=' or a ':', and finding them first (linesHolding) cost more than
+	// reading each line's head, which rejects most lines in a few bytes.
+	for ls := 0; ls < len(text); {
+		le := len(text)
+		if j := strings.IndexByte(text[ls:], '\n'); j >= 0 {
+			le = ls + j
+		}
+		line := text[ls:le]
+		ls = le + 1
 		name, v, ok := assignment(line)
 		if !ok || !secretName(name) {
 			continue
@@ -67,38 +75,36 @@ func detectEnv(text string, emit func(Finding)) {
 
 // eachConnWindow calls fn with the windows of text where connRE may
 // match, so that the regex does not read a whole large text: a match holds
-// one "://", starts in the run of word, '+', '.' and '-' bytes before it
-// (connRE's \b sees the same boundary at the window's start as in the whole
-// text, since the byte before the run is none of them) and ends before the
-// first white space, quote or angle bracket after it, and it holds an '@'.
-// The "://"s after the first in a window are in the same window.
+// one "://" and an '@' after it, and lies in a token of bytes that are not
+// connStop; it starts in the run of word, '+', '.' and '-' bytes before
+// the token's first "://" (connRE's \b sees the same boundary at the
+// window's start as in the whole text, since the byte before the run is
+// none of them) and ends with the token. The search starts from the '@'s,
+// which are rarer than "://" and far rarer than its ':' (every ":=" of Go
+// code, every "key: value").
 func eachConnWindow(text string, fn func(ws, we int)) {
-	end := 0 // the last window's end: a "://" before it is in that window
 	for off := 0; ; {
-		i := strings.Index(text[off:], "://")
+		i := strings.IndexByte(text[off:], '@')
 		if i < 0 {
 			return
 		}
-		p := off + i
-		off = p + 3
-		if p < end {
+		ts, te := off+i, off+i+1 // the token around the '@'
+		for ts > 0 && !connStop(text[ts-1]) {
+			ts--
+		}
+		for te < len(text) && !connStop(text[te]) {
+			te++
+		}
+		off = te
+		p := strings.Index(text[ts:te], "://")
+		if p < 0 || strings.IndexByte(text[ts+p+3:te], '@') < 0 {
 			continue
 		}
-		we := p + 3
-		at := false
-		for we < len(text) && !connStop(text[we]) {
-			at = at || text[we] == '@'
-			we++
-		}
-		end = we
-		if !at {
-			continue
-		}
-		ws := p
-		for ws > 0 && connSchemeByte(text[ws-1]) {
+		ws := ts + p
+		for ws > ts && connSchemeByte(text[ws-1]) {
 			ws--
 		}
-		fn(ws, we)
+		fn(ws, te)
 	}
 }
 
@@ -117,49 +123,51 @@ func connSchemeByte(c byte) bool {
 }
 
 // assignment splits one line of the forms NAME=value, export NAME=value,
-// name: value and "name": value (optionally indented).
+// name: value and "name": value (optionally indented): the name, between
+// quotes and before blanks if any, ends at the line's first '=' or ':',
+// which is at most 84 bytes into it (after the indent). It reads the head
+// of the line once and stops at the first byte no such name can hold:
+// this runs on every line of a body.
 func assignment(line string) (name, value string, ok bool) {
-	// Not strings.TrimLeft, IndexAny, Trim and TrimRight: this runs on every
-	// line of a body, and those build a byte set per call.
 	s := trimBlanksLeft(line)
 	s = strings.TrimPrefix(s, "export ")
-	head := s[:min(len(s), 86)] // a longer name is no name: do not read a long line
-	i := strings.IndexByte(head, '=')
-	if j := strings.IndexByte(head, ':'); j >= 0 && (i < 0 || j < i) {
-		i = j
+	head := s[:min(len(s), 85)] // a longer name is no name: do not read a long line
+	j := 0
+	for j < len(head) && isQuote(head[j]) {
+		j++
 	}
-	if i <= 0 || i > 84 {
+	from := j
+	if j == len(head) || !(head[j] == '_' || isASCIILetter(head[j])) {
 		return "", "", false
 	}
-	name = trimQuotes(trimBlanksRight(s[:i]))
-	if name == "" || !(name[0] == '_' || name[0] >= 'A' && name[0] <= 'Z' || name[0] >= 'a' && name[0] <= 'z') {
+	for j++; j < len(head) && isNameByte(head[j]); j++ {
+	}
+	to := j
+	for j < len(head) && isQuote(head[j]) {
+		j++
+	}
+	for j < len(head) && (head[j] == ' ' || head[j] == '\t') {
+		j++
+	}
+	if j == len(head) || head[j] != '=' && head[j] != ':' {
 		return "", "", false
 	}
-	for j := 1; j < len(name); j++ {
-		c := name[j]
-		if !(c == '_' || c == '.' || c == '-' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return "", "", false
-		}
-	}
-	v := s[i+1:]
+	v := s[j+1:]
 	k := len(v)
 	for k > 0 && (v[k-1] == ' ' || v[k-1] == '\t' || v[k-1] == '\r') {
 		k--
 	}
-	return name, v[:k], true
+	return s[from:to], v[:k], true
 }
 
-// trimQuotes is strings.Trim(s, `"'`).
-func trimQuotes(s string) string {
-	i, k := 0, len(s)
-	for i < k && (s[i] == '"' || s[i] == '\'') {
-		i++
-	}
-	for k > i && (s[k-1] == '"' || s[k-1] == '\'') {
-		k--
-	}
-	return s[i:k]
+func isQuote(c byte) bool { return c == '"' || c == '\'' }
+
+// isNameByte is a byte of a name after its first.
+func isNameByte(c byte) bool {
+	return c == '_' || c == '.' || c == '-' || isASCIILetter(c) || c >= '0' && c <= '9'
 }
+
+func isASCIILetter(c byte) bool { return c|0x20-'a' <= 'z'-'a' }
 
 // trimBlanksLeft is strings.TrimLeft(s, " \t").
 func trimBlanksLeft(s string) string {
@@ -168,15 +176,6 @@ func trimBlanksLeft(s string) string {
 		k++
 	}
 	return s[k:]
-}
-
-// trimBlanksRight is strings.TrimRight(s, " \t").
-func trimBlanksRight(s string) string {
-	k := len(s)
-	for k > 0 && (s[k-1] == ' ' || s[k-1] == '\t') {
-		k--
-	}
-	return s[:k]
 }
 
 // trimValue strips quotes and a trailing comma from an assigned value.
