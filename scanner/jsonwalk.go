@@ -3,6 +3,7 @@ package scanner
 import (
 	"encoding/binary"
 	"io"
+	"math/bits"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -408,18 +409,29 @@ func strSpecialIn(x uint64) bool {
 // One pass: the plain bytes between escapes are copied as one run.
 func appendString(dst, b []byte, i int) (int, []byte) {
 	from := i + 1 // the first byte not yet copied
-	for j := i + 1; j < len(b); {
-		// Most bytes of a string need no look: skip them 32 or eight at a
-		// time, then in a tight loop.
-		j += strPlain(b[j:])
-		for j+8 <= len(b) && !strSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8
+	// m holds the strSpecial bytes of the 32 from base that are not yet
+	// handled: one look at 32 bytes serves all the escapes in them (source
+	// code has one every few bytes: line ends, tabs, quotes).
+	var m uint32
+	base := 0
+	for j := i + 1; ; {
+		if m == 0 && strMaskAsm && j+32 <= len(b) {
+			off, mask := strSpecialBlock(b[j:])
+			j += off
+			m, base = mask, j
 		}
-		for j < len(b) && !strSpecial[b[j]] {
-			j++
-		}
-		if j == len(b) {
-			break
+		if m != 0 {
+			j = base + bits.TrailingZeros32(m)
+		} else { // the last bytes, or no assembly: eight at a time, then one
+			for j+8 <= len(b) && !strSpecialIn(binary.LittleEndian.Uint64(b[j:])) {
+				j += 8
+			}
+			for j < len(b) && !strSpecial[b[j]] {
+				j++
+			}
+			if j == len(b) {
+				break
+			}
 		}
 		switch c := b[j]; {
 		case c == '"':
@@ -465,11 +477,18 @@ func appendString(dst, b []byte, i int) (int, []byte) {
 		default: // from 0x80: valid UTF-8 stays as it is
 			if r, size := utf8.DecodeRune(b[j:]); r != utf8.RuneError || size != 1 {
 				j += size
-				continue
+			} else {
+				dst = utf8.AppendRune(append(dst, b[from:j]...), unicode.ReplacementChar)
+				j++
+				from = j
 			}
-			dst = utf8.AppendRune(append(dst, b[from:j]...), unicode.ReplacementChar)
-			j++
-			from = j
+		}
+		// The bytes before j are handled (an escape takes two bytes and
+		// more, a rune up to four).
+		if d := j - base; d >= 32 {
+			m = 0
+		} else {
+			m &^= 1<<d - 1
 		}
 	}
 	return -1, dst

@@ -18,23 +18,25 @@ DATA space32<>+16(SB)/8, $0x2020202020202020
 DATA space32<>+24(SB)/8, $0x2020202020202020
 GLOBL space32<>(SB), RODATA|NOPTR, $32
 
-// func strPlainAVX2(p *byte, n int) int
+// func strSpecialBlockAVX2(p *byte, n int) (off int, mask uint32)
 //
-// The count of bytes before the first strSpecial byte in the whole blocks
-// of 32 of p[:n]; when they hold none, the bytes of those blocks. As signed
-// bytes, the control bytes and those from 0x80 are the ones below ' ': one
-// compare finds both.
-TEXT ·strPlainAVX2(SB), NOSPLIT, $0-24
+// The first whole block of 32 bytes of p[:n] that holds a strSpecial
+// byte: its offset, and its strSpecial bytes as bits (bit i for p[off+i]).
+// When no whole block holds one, off is where the whole blocks end and
+// mask is 0. As signed bytes, the control bytes and those from 0x80 are
+// the ones below ' ': one compare finds both.
+TEXT ·strSpecialBlockAVX2(SB), NOSPLIT, $0-28
 	MOVQ p+0(FP), SI
 	MOVQ n+8(FP), CX
 	XORQ AX, AX
+	XORL DX, DX
 	VMOVDQU quote32<>(SB), Y1
 	VMOVDQU backslash32<>(SB), Y2
 	VMOVDQU space32<>(SB), Y3
 
 loop:
-	LEAQ 32(AX), DX
-	CMPQ DX, CX
+	LEAQ 32(AX), BX
+	CMPQ BX, CX
 	JA   done
 	VMOVDQU (SI)(AX*1), Y0
 	VPCMPEQB Y0, Y1, Y4
@@ -44,15 +46,12 @@ loop:
 	VPOR     Y4, Y6, Y4
 	VPMOVMSKB Y4, DX
 	TESTL    DX, DX
-	JNZ      found
+	JNZ      done
 	ADDQ     $32, AX
 	JMP      loop
 
-found:
-	BSFL DX, DX
-	ADDQ DX, AX
-
 done:
 	VZEROUPPER
-	MOVQ AX, ret+16(FP)
+	MOVQ AX, off+16(FP)
+	MOVL DX, mask+24(FP)
 	RET

@@ -219,29 +219,39 @@ func BenchmarkJSONSegments(b *testing.B) {
 	}
 }
 
-// TestStrPlain: the block skip stops at the first strSpecial byte of its
-// whole blocks, and passes over none.
-func TestStrPlain(t *testing.T) {
+// TestStrSpecialBlock: the first block of 32 bytes with a strSpecial
+// byte is found, with the bit of each such byte and of no other; blocks
+// with none are passed over, and bytes after the whole blocks never read.
+func TestStrSpecialBlock(t *testing.T) {
+	if !strMaskAsm {
+		t.Skip("no assembly on this CPU")
+	}
 	r := rand.New(rand.NewPCG(7, 8))
 	specials := []byte{'"', '\\', 0, '\n', 0x1f, 0x80, 0xc3, 0xff}
 	for range 20000 {
 		b := []byte(strings.Repeat("plain text, no marks ~ 0123456789 ", 8))[:r.IntN(260)]
-		for range r.IntN(3) {
+		for range r.IntN(4) {
 			if len(b) > 0 {
 				b[r.IntN(len(b))] = specials[r.IntN(len(specials))]
 			}
 		}
-		k := strPlain(b)
-		for i, c := range b[:k] {
-			if strSpecial[c] {
-				t.Fatalf("%q: skipped the special byte at %d (to %d)", b, i, k)
+		if len(b) > 0 && r.IntN(2) == 0 {
+			b[r.IntN(len(b))] = byte(r.IntN(256))
+		}
+		wantOff, wantMask := len(b)&^31, uint32(0)
+		for o := 0; o+32 <= len(b); o += 32 {
+			for i, c := range b[o : o+32] {
+				if strSpecial[c] {
+					wantMask |= 1 << i
+				}
+			}
+			if wantMask != 0 {
+				wantOff = o
+				break
 			}
 		}
-		if whole := len(b) &^ 31; strPlainAsm && k < whole && !strSpecial[b[k]] {
-			t.Fatalf("%q: stopped at %d, before a plain byte", b, k)
-		}
-		if strPlainAsm && k > len(b)&^31 {
-			t.Fatalf("%q: read past the whole blocks (%d)", b, k)
+		if off, mask := strSpecialBlock(b); off != wantOff || mask != wantMask {
+			t.Fatalf("%q: block at %d, mask %032b; want %d, %032b", b, off, mask, wantOff, wantMask)
 		}
 	}
 }
