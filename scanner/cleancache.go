@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // cleanCache remembers the body texts a scan found nothing in, so that the
@@ -153,6 +154,13 @@ func (c *cleanCache) lock(i uint64) (*cleanSet, *sync.Mutex) {
 
 // index is k's set (with one set, shift is 64 and Go's shift gives 0).
 func (c *cleanCache) index(k cleanKey) uint64 { return k[0] >> c.shift }
+
+// prefetch starts bringing k's set into the cache: the table is larger
+// than a core's cache, and a lookup of a text not seen lately waits for
+// memory. Asked for one segment ahead, the line is in when get comes.
+func (c *cleanCache) prefetch(k cleanKey) {
+	prefetch(unsafe.Pointer(&c.sets[c.index(k)]))
+}
 
 // find is k's way in set, or -1.
 func (set *cleanSet) find(k cleanKey) int {

@@ -70,6 +70,32 @@ func TestCleanCacheNeverKeepsFindings(t *testing.T) {
 	}
 }
 
+// Each text of a body is looked up under its own key (the next one's is
+// computed ahead, to fetch its set early): a text that changed is
+// scanned, the ones around it that did not are not.
+func TestCleanCacheKeyPerText(t *testing.T) {
+	s := testScanner(t)
+	prose := strings.Repeat("the river runs past the old mill and the garden wall ", 8)
+	body := func(middle string) string { // three texts in a row, as an embeddings request sends them
+		b, _ := json.Marshal(map[string]any{"input": []string{"first " + prose, middle + " " + prose, "third " + prose}})
+		return string(b)
+	}
+	if res := scanChat(t, s, "a", "api.example.test", body("second"), nil); res.Verdict != Pass {
+		t.Fatalf("clean body: verdict %v", res.Verdict)
+	}
+	res := scanChat(t, s, "a", "api.example.test", body("my key "+MustFake(t, "github-pat")), nil)
+	if res.Verdict != Block {
+		t.Fatalf("the middle text with a secret: verdict %v, want block", res.Verdict)
+	}
+	if n := s.clean.hits.Load(); n != 2 {
+		t.Fatalf("%d hits, want 2: the first and third texts", n)
+	}
+	scanChat(t, s, "a", "api.example.test", body("second"), nil)
+	if n := s.clean.hits.Load(); n != 5 {
+		t.Fatalf("%d hits, want 5: the first body's three texts again", n)
+	}
+}
+
 // A token that becomes a canary or a phantom after its text was found
 // clean (a replica that learns of it late) is found when the text comes
 // again.

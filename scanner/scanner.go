@@ -478,12 +478,21 @@ func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segmen
 	var out []Finding
 	det := newDetectRun()
 	clean := sh.clean
+	mayCache := func(g *segment) bool { return clean != nil && g.body && len(g.text) >= minCleanText }
+	var next cleanKey // the next segment's key, when it may be cached
+	if len(top) > 0 && mayCache(top[0]) {
+		next = clean.key(req.Tenant, req.Host, top[0], sh.lens)
+	}
 	for i, seg := range top {
 		top[i] = nil // the segment's text goes with its group
-		var key cleanKey
-		cacheable := clean != nil && seg.body && len(seg.text) >= minCleanText
+		key, cacheable := next, mayCache(seg)
+		// The next segment's set is fetched from memory while this one is
+		// looked up and inspected.
+		if i+1 < len(top) && mayCache(top[i+1]) {
+			next = clean.key(req.Tenant, req.Host, top[i+1], sh.lens)
+			clean.prefetch(next)
+		}
 		if cacheable {
-			key = clean.key(req.Tenant, req.Host, seg, sh.lens)
 			if tokens, ok := clean.get(key); ok && s.stillClean(tokens) {
 				clean.hits.Add(1)
 				continue
