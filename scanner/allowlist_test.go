@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -36,7 +37,7 @@ func TestWordAllowlistAnchored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass := func(s string) bool { return allowed(lists, s, s, s) }
+	pass := func(s string) bool { return allowed(lists, s, s, s, onlyStopword) }
 	for _, s := range []string{"true", "false", "null", "FALSE", "True"} {
 		if !pass(s) {
 			t.Errorf("%q: want allowed, as gitleaks means it", s)
@@ -45,6 +46,60 @@ func TestWordAllowlistAnchored(t *testing.T) {
 	for _, s := range []string{"xfalsex", "trueSecret9f8e7d", "sk-a1b2c3null", "AbCdfalse12345678"} {
 		if pass(s) {
 			t.Errorf("%q: allowed, want it checked like any secret", s)
+		}
+	}
+}
+
+// gitleaks' global stopwords ("abcdefghijklmnopqrstuvwxyz" and a sample
+// UUID) let any secret of any rule pass that holds one: a private key with
+// a line saying one of them goes out. Here they let pass only the
+// placeholders they are meant for.
+func TestGlobalStopwordsOnlyPlaceholders(t *testing.T) {
+	r, err := DefaultRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stops []string
+	for _, a := range r.cfg.Allowlists {
+		stops = append(stops, a.StopWords...)
+	}
+	if len(stops) == 0 {
+		t.Fatal("the default rules have no global stopwords: the test reads nothing")
+	}
+	s := testScanner(t)
+	key := MustFake(t, "private-key")
+	lines := strings.Split(key, "\n")
+	for _, w := range append(stops, strings.ToUpper(stops[0])) {
+		padded := strings.Join(append(append(append([]string(nil), lines[:2]...), w), lines[2:]...), "\n")
+		var got []string
+		err := r.eng.detect(context.Background(), "key: "+padded+"\n", func(m match) { got = append(got, r.eng.rules[m.rule].cfg.RuleID) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(got, ","), "private-key") {
+			t.Errorf("a private key with a line %q: not found (findings %v)", w, got)
+		}
+		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/plain"}},
+			Body: strings.NewReader("key: " + padded + "\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Block {
+			t.Errorf("a private key with a line %q: verdict %v, want block", w, res.Verdict)
+		}
+	}
+
+	pass := func(secret string) bool { return allowed(r.cfg.Allowlists, secret, secret, secret, onlyStopword) }
+	for _, p := range append([]string{"abcdefghijklmnopqrstuvwxyz0123456789",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"}, stops...) {
+		if !pass(p) {
+			t.Errorf("placeholder %q: want allowed, as gitleaks does", p)
+		}
+	}
+	for _, p := range []string{"abcdefghijklmnopqrstuvwxyz0123456789x", "k3Y9abcdefghijklmnopqrstuvwxyzQ7w2Z8pL4m",
+		stops[len(stops)-1] + "-9f8e7d6c5b4a"} {
+		if pass(p) {
+			t.Errorf("%q: allowed, want it checked like any secret", p)
 		}
 	}
 }

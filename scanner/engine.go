@@ -412,7 +412,7 @@ func (e *engine) check(er *engineRule, r int, text string, base int, locs [][]in
 		if er.cfg.Entropy != 0 && shannonEntropy(secret) <= er.cfg.Entropy {
 			continue
 		}
-		if allowed(e.global, secret, m, line) || allowed(er.cfg.Allowlists, secret, m, line) {
+		if allowed(e.global, secret, m, line, onlyStopword) || allowed(er.cfg.Allowlists, secret, m, line, holdsStopword) {
 			continue
 		}
 		found = append(found, match{rule: r, start: start, end: end, secret: secret, line: line, lineStart: ls})
@@ -421,8 +421,10 @@ func (e *engine) check(er *engineRule, r int, text string, base int, locs [][]in
 }
 
 // allowed is gitleaks' checkFindingAllowed for a fragment without commit
-// or path (what requests are).
-func allowed(lists []*config.Allowlist, secret, m, line string) bool {
+// or path (what requests are), with stop, which tells whether a list's
+// stopwords let the secret pass: holdsStopword as gitleaks does it, or
+// onlyStopword for the global lists.
+func allowed(lists []*config.Allowlist, secret, m, line string, stop func(*config.Allowlist, string) bool) bool {
 	for _, a := range lists {
 		target := secret
 		switch a.RegexTarget {
@@ -432,7 +434,7 @@ func allowed(lists []*config.Allowlist, secret, m, line string) bool {
 			target = line
 		}
 		regexOK := a.RegexAllowed(target)
-		stopOK, _ := a.ContainsStopWord(secret)
+		stopOK := stop(a, secret)
 		if a.MatchCondition == config.AllowlistMatchAnd {
 			ok := true
 			if len(a.Commits) > 0 {
@@ -453,6 +455,47 @@ func allowed(lists []*config.Allowlist, secret, m, line string) bool {
 			continue
 		}
 		if regexOK || stopOK {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsStopword is gitleaks' test: the secret holds one of a's stopwords.
+func holdsStopword(a *config.Allowlist, secret string) bool {
+	ok, _ := a.ContainsStopWord(secret)
+	return ok
+}
+
+// maxStopwordRest is how many letters and digits a secret may hold besides
+// a global stopword and still pass as the placeholder it is.
+const maxStopwordRest = 10
+
+// onlyStopword is the test for the global lists' stopwords, which apply to
+// every rule: gitleaks lets a secret pass that holds one anywhere, so a
+// private key with a line saying "abcdefghijklmnopqrstuvwxyz" (one of
+// them) goes out, and a sender who wants one out can add that line. Here a
+// secret passes when it is the stopword, as often as it holds it, and at
+// most maxStopwordRest letters and digits more: the placeholders the
+// stopwords are there for ("abcdefghijklmnopqrstuvwxyz0123456789", the
+// alphabet in both cases, a sample UUID alone). One of the documented
+// differences from gitleaks (see engine_diff_test.go).
+func onlyStopword(a *config.Allowlist, secret string) bool {
+	if ok, _ := a.ContainsStopWord(secret); !ok {
+		return false
+	}
+	lower := strings.ToLower(secret)
+	for _, w := range a.StopWords {
+		if w = strings.ToLower(w); w == "" || !strings.Contains(lower, w) {
+			continue
+		}
+		rest := 0
+		for _, c := range []byte(strings.ReplaceAll(lower, w, "")) {
+			if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+				rest++
+			}
+		}
+		if rest <= maxStopwordRest {
 			return true
 		}
 	}

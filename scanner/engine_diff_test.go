@@ -27,6 +27,10 @@ import (
 //     lets those pass for want of a group, where it means the words alone
 //     (anchorWordAllowlist); a private key with a line saying "false" would
 //     go out;
+//   - a secret that holds one of the global stopwords ("abcdefghijklmnop…",
+//     a sample UUID) and more than a few other letters and digits is found:
+//     gitleaks lets a secret of any rule pass that holds one (onlyStopword);
+//     a private key with a line saying one would go out;
 //   - a "gitleaks:allow" comment on the line does not hide a finding: the
 //     sender of a request would write it;
 //   - a composite rule (requiredRules) reports its primary finding without
