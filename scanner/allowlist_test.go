@@ -33,7 +33,7 @@ func TestWordAllowlistAnchored(t *testing.T) {
 		}
 	}
 
-	lists, err := anchorWordAllowlist(r.cfg.Allowlists)
+	lists, err := tightenAllowlists(r.cfg.Allowlists)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +100,42 @@ func TestGlobalStopwordsOnlyPlaceholders(t *testing.T) {
 		stops[len(stops)-1] + "-9f8e7d6c5b4a"} {
 		if pass(p) {
 			t.Errorf("%q: allowed, want it checked like any secret", p)
+		}
+	}
+}
+
+// Two rules' allowlist regexes of gitleaks, unanchored, let real secrets
+// pass: vault-service-token's (meant for an "s." token of letters alone)
+// every "hvs." token whose first 24 characters are letters, and
+// curl-auth-user's placeholder passwords every password that starts with
+// one ("x…", "test…"). They are found here; the placeholders still pass.
+func TestRuleAllowlistsAnchored(t *testing.T) {
+	r, err := DefaultRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := func(text string) string {
+		var got []string
+		err := r.eng.detect(context.Background(), text, func(m match) { got = append(got, r.eng.rules[m.rule].cfg.RuleID) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(got, ",")
+	}
+	hvs := "hvs.CAESIkWqTnRbXzPmLcVhJdGsYf" + "8rA2-x9Lq4Zb7Nw1Kp6Mv3Jc5Hd0Tg8Ys2Ue7Wi4Ro9Pa1Sl6Fk3Dj5Gh0Qz2Xn8Bm4Cv7" + "_a1B2c3D4e5F6g7H8"
+	for name, c := range map[string]struct {
+		text, rule string
+		found      bool
+	}{
+		"hvs token, letters first": {"VAULT_TOKEN=" + hvs + "\n", "vault-service-token", true},
+		"s. token of letters alone": {"VAULT_TOKEN=s.abcdefghijklmnopqrstuvwx\n", "vault-service-token", false},
+		"curl password starting x":  {"curl -u deploy:xK9mP2qR7vT4 https://api.example.test/\n", "curl-auth-user", true},
+		"curl password test...":     {"curl -u admin:testW8nQ3zL5 https://api.example.test/\n", "curl-auth-user", true},
+		"curl placeholder password": {"curl -u admin:password https://api.example.test/\n", "curl-auth-user", false},
+		"curl placeholder x's":      {"curl -u 'user:xxxx' https://api.example.test/\n", "curl-auth-user", false},
+	} {
+		if got := rules(c.text); strings.Contains(got, c.rule) != c.found {
+			t.Errorf("%s: findings %q, want %s found: %v", name, got, c.rule, c.found)
 		}
 	}
 }

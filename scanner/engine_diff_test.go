@@ -25,8 +25,11 @@ import (
 //   - a secret that merely holds "false" (or starts with "true", or ends
 //     with "null") is found: gitleaks' global allowlist `(?i)^true|false|null$`
 //     lets those pass for want of a group, where it means the words alone
-//     (anchorWordAllowlist); a private key with a line saying "false" would
-//     go out;
+//     (tightAllow); a private key with a line saying "false" would go out;
+//   - a "hvs." Vault token whose first 24 characters are letters, and a
+//     curl password that starts with a placeholder ("x…", "test…"), are
+//     found: vault-service-token's and curl-auth-user's allowlist regexes
+//     are unanchored (tightAllow);
 //   - a secret that holds one of the global stopwords ("abcdefghijklmnop…",
 //     a sample UUID) and more than a few other letters and digits is found:
 //     gitleaks lets a secret of any rule pass that holds one (onlyStopword);

@@ -130,8 +130,10 @@ func loadRules(list []Pack) (*Rules, error) {
 	}
 	sort.Strings(base.OrderedRules)
 	run := base
-	run.Rules = findExamples(base.Rules)
-	if run.Allowlists, err = anchorWordAllowlist(base.Allowlists); err != nil {
+	if run.Rules, err = tightenRules(findExamples(base.Rules)); err != nil {
+		return nil, err
+	}
+	if run.Allowlists, err = tightenAllowlists(base.Allowlists); err != nil {
 		return nil, err
 	}
 	eng, err := newEngine(run)
@@ -209,38 +211,70 @@ func DefaultRules() (*Rules, error) {
 	return defaultRules, defaultRulesErr
 }
 
-// gitleaks' global allowlist has `(?i)^true|false|null$`, meant for a
-// secret that is only one of those words; as written, the alternation lets
-// any secret that starts with "true", ends with "null" or holds "false"
-// anywhere pass. A random key block holds "false" now and then, and a sender
-// who wants a private key out can add a line that does. looseWordAllow is
-// that regex, and anchoredWordAllow what it means.
-const looseWordAllow = `(?i)^true|false|null$`
-
-var anchoredWordAllow = regexp.MustCompile(`(?i)^(?:true|false|null)$`)
-
-// anchorWordAllowlist returns the global allowlists with looseWordAllow
-// replaced by anchoredWordAllow, in a new copy of the list that held it (a
-// list's compiled pattern is built from its regexes once, by Validate). It
-// is one of the documented differences from gitleaks (see
+// tightAllow maps allowlist regexes of gitleaks' default rules that let
+// more through than they are meant to onto what they are meant as:
+//   - the global `(?i)^true|false|null$`, meant for a secret that is only
+//     one of the words: for want of a group it lets any secret pass that
+//     starts with "true", ends with "null" or holds "false" anywhere (a
+//     random key block now and then; a sender who wants a private key out
+//     adds a line saying "false");
+//   - vault-service-token's `s\.[A-Za-z]{24}`, meant for an "s." token of
+//     letters alone (no real token is): unanchored, it also lets pass every
+//     "hvs." token whose 24 characters after "hvs." are letters (a real
+//     token's are random base64 after a fixed "CAESI": one in about fifty);
+//   - curl-auth-user's placeholder passwords ("password", "test", "x"…):
+//     unanchored, they let pass every password that starts with one, and
+//     so every password that starts with an x.
+//
+// Each is one of the documented differences from gitleaks (see
 // engine_diff_test.go).
-func anchorWordAllowlist(lists []*config.Allowlist) ([]*config.Allowlist, error) {
+var tightAllow = map[string]*regexp.Regexp{
+	`(?i)^true|false|null$`: regexp.MustCompile(`(?i)^(?:true|false|null)$`),
+	`s\.[A-Za-z]{24}`:       regexp.MustCompile(`^s\.[A-Za-z]{24}$`),
+	`[^:]+:(?:change(?:it|me)|pass(?:word)?|pwd|test|token|\*+|x+)`: regexp.MustCompile(
+		`^["']?[^:]+:(?:change(?:it|me)|pass(?:word)?|pwd|test|token|\*+|x+)["']?$`),
+}
+
+// tightenAllowlists returns lists with the regexes of tightAllow replaced,
+// in new copies of the lists that change (a list's compiled pattern is
+// built from its regexes once, by Validate).
+func tightenAllowlists(lists []*config.Allowlist) ([]*config.Allowlist, error) {
 	out := make([]*config.Allowlist, 0, len(lists))
 	for _, a := range lists {
-		i := slices.IndexFunc(a.Regexes, func(re *regexp.Regexp) bool { return re.String() == looseWordAllow })
-		if i < 0 {
+		regexes, changed := a.Regexes, false
+		for i, re := range a.Regexes {
+			if tight, ok := tightAllow[re.String()]; ok {
+				if !changed {
+					regexes, changed = slices.Clone(a.Regexes), true
+				}
+				regexes[i] = tight
+			}
+		}
+		if !changed {
 			out = append(out, a)
 			continue
 		}
-		regexes := slices.Clone(a.Regexes)
-		regexes[i] = anchoredWordAllow
 		c := &config.Allowlist{Description: a.Description, MatchCondition: a.MatchCondition, Commits: a.Commits,
 			Paths: a.Paths, RegexTarget: a.RegexTarget, Regexes: regexes, StopWords: a.StopWords}
 		// Never the loose list instead: that would let the secrets through.
 		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("scanner: anchor the global allowlist's word regex: %w", err)
+			return nil, fmt.Errorf("scanner: tighten an allowlist of gitleaks' rules: %w", err)
 		}
 		out = append(out, c)
+	}
+	return out, nil
+}
+
+// tightenRules is tightenAllowlists for every rule's lists.
+func tightenRules(rules map[string]config.Rule) (map[string]config.Rule, error) {
+	out := make(map[string]config.Rule, len(rules))
+	for id, r := range rules {
+		als, err := tightenAllowlists(r.Allowlists)
+		if err != nil {
+			return nil, fmt.Errorf("%w (rule %s)", err, id)
+		}
+		r.Allowlists = als
+		out[id] = r
 	}
 	return out, nil
 }
