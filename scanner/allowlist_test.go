@@ -127,7 +127,7 @@ func TestRuleAllowlistsAnchored(t *testing.T) {
 		text, rule string
 		found      bool
 	}{
-		"hvs token, letters first": {"VAULT_TOKEN=" + hvs + "\n", "vault-service-token", true},
+		"hvs token, letters first":  {"VAULT_TOKEN=" + hvs + "\n", "vault-service-token", true},
 		"s. token of letters alone": {"VAULT_TOKEN=s.abcdefghijklmnopqrstuvwx\n", "vault-service-token", false},
 		"curl password starting x":  {"curl -u deploy:xK9mP2qR7vT4 https://api.example.test/\n", "curl-auth-user", true},
 		"curl password test...":     {"curl -u admin:testW8nQ3zL5 https://api.example.test/\n", "curl-auth-user", true},
