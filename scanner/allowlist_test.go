@@ -7,6 +7,22 @@ import (
 	"testing"
 )
 
+// ruleIDs is the ids of the rules the engine finds in text, joined.
+func ruleIDs(t *testing.T, r *Rules, text string) string {
+	t.Helper()
+	var got []string
+	if err := r.eng.detect(context.Background(), text, func(m match) { got = append(got, r.eng.rules[m.rule].cfg.RuleID) }); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(got, ",")
+}
+
+// withLine is the PEM block key with line added after its second line.
+func withLine(key, line string) string {
+	lines := strings.Split(key, "\n")
+	return strings.Join(append(append(append([]string(nil), lines[:2]...), line), lines[2:]...), "\n")
+}
+
 // gitleaks' global allowlist means to let a secret that is only "true",
 // "false" or "null" pass; as written it lets any secret holding "false"
 // pass. A private key with a line that says "false" is found here (gitleaks
@@ -17,19 +33,13 @@ func TestWordAllowlistAnchored(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := MustFake(t, "private-key")
-	lines := strings.Split(key, "\n")
-	withFalse := strings.Join(append(append(append([]string(nil), lines[:2]...), "false"), lines[2:]...), "\n")
+	line3 := strings.Split(key, "\n")[3]
 	for name, text := range map[string]string{
-		"a line that says false": withFalse,
-		"false inside a line":    strings.Replace(key, lines[3], lines[3][:10]+"faLSe"+lines[3][15:], 1),
+		"a line that says false": withLine(key, "false"),
+		"false inside a line":    strings.Replace(key, line3, line3[:10]+"faLSe"+line3[15:], 1),
 	} {
-		var got []string
-		err := r.eng.detect(context.Background(), "key: "+text+"\n", func(m match) { got = append(got, r.eng.rules[m.rule].cfg.RuleID) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(strings.Join(got, ","), "private-key") {
-			t.Errorf("%s: private key not found (findings %v)", name, got)
+		if got := ruleIDs(t, r, "key: "+text+"\n"); !strings.Contains(got, "private-key") {
+			t.Errorf("%s: private key not found (findings %q)", name, got)
 		}
 	}
 
@@ -68,16 +78,10 @@ func TestGlobalStopwordsOnlyPlaceholders(t *testing.T) {
 	}
 	s := testScanner(t)
 	key := MustFake(t, "private-key")
-	lines := strings.Split(key, "\n")
 	for _, w := range append(stops, strings.ToUpper(stops[0])) {
-		padded := strings.Join(append(append(append([]string(nil), lines[:2]...), w), lines[2:]...), "\n")
-		var got []string
-		err := r.eng.detect(context.Background(), "key: "+padded+"\n", func(m match) { got = append(got, r.eng.rules[m.rule].cfg.RuleID) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(strings.Join(got, ","), "private-key") {
-			t.Errorf("a private key with a line %q: not found (findings %v)", w, got)
+		padded := withLine(key, w)
+		if got := ruleIDs(t, r, "key: "+padded+"\n"); !strings.Contains(got, "private-key") {
+			t.Errorf("a private key with a line %q: not found (findings %q)", w, got)
 		}
 		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/plain"}},
 			Body: strings.NewReader("key: " + padded + "\n")})
@@ -114,14 +118,6 @@ func TestRuleAllowlistsAnchored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := func(text string) string {
-		var got []string
-		err := r.eng.detect(context.Background(), text, func(m match) { got = append(got, r.eng.rules[m.rule].cfg.RuleID) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(got, ",")
-	}
 	hvs := "hvs.CAESIkWqTnRbXzPmLcVhJdGsYf" + "8rA2-x9Lq4Zb7Nw1Kp6Mv3Jc5Hd0Tg8Ys2Ue7Wi4Ro9Pa1Sl6Fk3Dj5Gh0Qz2Xn8Bm4Cv7" + "_a1B2c3D4e5F6g7H8"
 	for name, c := range map[string]struct {
 		text, rule string
@@ -134,7 +130,7 @@ func TestRuleAllowlistsAnchored(t *testing.T) {
 		"curl placeholder password": {"curl -u admin:password https://api.example.test/\n", "curl-auth-user", false},
 		"curl placeholder x's":      {"curl -u 'user:xxxx' https://api.example.test/\n", "curl-auth-user", false},
 	} {
-		if got := rules(c.text); strings.Contains(got, c.rule) != c.found {
+		if got := ruleIDs(t, r, c.text); strings.Contains(got, c.rule) != c.found {
 			t.Errorf("%s: findings %q, want %s found: %v", name, got, c.rule, c.found)
 		}
 	}
