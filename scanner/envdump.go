@@ -335,6 +335,34 @@ func secretValue(v string) bool {
 	return !(digits && len(v) < 8)
 }
 
+// maxMaskedRest is how many letters and digits a masked value may hold
+// besides its runs of x or *: a provider's prefix, a word.
+const maxMaskedRest = 10
+
+// masked reports a value (lower-cased) that is masked: runs of six or more
+// x or * and at most maxMaskedRest letters and digits besides. A secret
+// with such a run added to it ("…xxxxxx") is not masked.
+func masked(l string) bool {
+	runs, rest := 0, 0
+	for i := 0; i < len(l); {
+		if c := l[i]; c == 'x' || c == '*' {
+			j := i
+			for j < len(l) && l[j] == c {
+				j++
+			}
+			if j-i >= 6 {
+				runs, i = runs+1, j
+				continue
+			}
+		}
+		if c := l[i]; c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			rest++
+		}
+		i++
+	}
+	return runs > 0 && rest <= maxMaskedRest
+}
+
 // placeholderWords are values that stand in for a secret in examples,
 // templates and docs.
 var placeholderWords = map[string]bool{
@@ -357,7 +385,7 @@ func placeholder(v string) bool {
 	if strings.Trim(l, "x*.0#-_•") == "" {
 		return true
 	}
-	if strings.Contains(l, "xxxxxx") || strings.Contains(l, "******") { // "ghp_xxxxxxxx", "sk-****…"
+	if masked(l) { // "ghp_xxxxxxxx", "sk-****…"
 		return true
 	}
 	for _, p := range []string{"${", "$(", "{{", "<", "%(", "%s", "[[", "@@"} {
