@@ -190,6 +190,7 @@ func swapCase(s string) string {
 
 func TestDetectEnv(t *testing.T) {
 	v := randomString(base62, 24)
+	w := "Q9" + v // a digit and a letter for sure: generated-looking (randomRun)
 	checkDetector(t, detectEnv, []detectorCase{
 		{"env line", "HOME=/home/u\nDB_PASSWORD=" + v + "\nSHELL=/bin/sh", RuleEnvSecret},
 		{"export", "export GITHUB_TOKEN='" + v + "'", RuleEnvSecret},
@@ -208,6 +209,16 @@ func TestDetectEnv(t *testing.T) {
 		{"masked with stars", "DB_PASSWORD=********", ""},
 		{"a secret with x's added", "DB_PASSWORD=" + v + "xxxxxx", RuleEnvSecret},
 		{"a secret with stars added", "API_KEY=******" + v, RuleEnvSecret},
+		{"a secret dressed as a reference", "API_KEY=${" + w + "}", RuleEnvSecret},
+		{"a secret dressed as a template", "password: {{ " + w + " }}", RuleEnvSecret},
+		{"a secret in angle brackets", "TOKEN=<" + w + ">", RuleEnvSecret},
+		{"a secret dressed as a variable", "TOKEN=$" + w, RuleEnvSecret},
+		{"a secret dressed as a prompt", "API_KEY=your-" + w, RuleEnvSecret},
+		{"a secret with words after it", "DB_PASSWORD=" + w + " # prod", RuleEnvSecret},
+		{"a connection string's reference-dressed password", "DATABASE_URL=postgres://app:${" + w + "}@db.internal.test/prod", RuleConnectionString},
+		{"a key file named by its fingerprint", "SSH_KEY=~/.ssh/id_ed25519_7F3A9C2E1B4D5E6F7A8B", ""},
+		{"a long template name", "password: {{ .Values.databasePasswordProduction }}", ""},
+		{"a reference with a version", "API_KEY=${OPENAI_API_KEY_V2}", ""},
 		{"a connection string's password with x's added", "DATABASE_URL=postgres://app:xxxxxx" + v + "@db.internal.test/prod", RuleConnectionString},
 		{"angle placeholder", "TOKEN=<token>", ""},
 		{"template", "password: {{ .Values.password }}", ""},

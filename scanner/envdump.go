@@ -65,7 +65,7 @@ func detectEnv(text string, emit func(Finding)) {
 	eachConnWindow(text, func(ws, we int) {
 		for _, m := range connRE.FindAllStringSubmatchIndex(text[ws:we], -1) {
 			pass := text[ws+m[6] : ws+m[7]]
-			if placeholder(pass) || len(pass) < 3 {
+			if placeholder(pass) && !randomRun(pass) || len(pass) < 3 {
 				continue
 			}
 			emit(secretAt(RuleConnectionString, text, ws+m[0], ws+m[1]))
@@ -315,8 +315,18 @@ func hasPrefixFold(s, w string) bool {
 
 // secretValue reports whether an assigned value could be a secret: long
 // enough, one word, neither a placeholder nor a reference, path or flag.
+// A value that holds a generated-looking run (randomRun) is one however it
+// is dressed, as a reference ("${…}"), a template, a prompt ("my-…") or
+// with words after it, unless it is a path: the dress is what a sender who
+// wants it out would put on.
 func secretValue(v string) bool {
-	if len(v) < 6 || len(v) > 4096 || strings.ContainsAny(v, " \t") || placeholder(v) {
+	if len(v) < 6 || len(v) > 4096 {
+		return false
+	}
+	if randomRun(v) && !isPath(v) {
+		return true
+	}
+	if strings.ContainsAny(v, " \t") || placeholder(v) {
 		return false
 	}
 	switch v[0] {
@@ -333,6 +343,40 @@ func secretValue(v string) bool {
 		}
 	}
 	return !(digits && len(v) < 8)
+}
+
+// minRandomRun is the shortest run of letters and digits that randomRun
+// takes for generated: 16 random base62 characters hold a digit and a
+// letter 94 times in 100; a name, even a long one, rarely has a digit.
+const minRandomRun = 16
+
+// randomRun reports a run of minRandomRun or more ASCII letters and digits
+// that holds both: what a generated secret looks like, and what a
+// placeholder, a reference or a name ("${DB_PASSWORD}", "<token>",
+// "your-api-key-here") does not.
+func randomRun(v string) bool {
+	n, letters, digits := 0, false, false
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) {
+			c := v[i]
+			isDigit, isLetter := c >= '0' && c <= '9', c|0x20 >= 'a' && c|0x20 <= 'z'
+			if isDigit || isLetter {
+				n, letters, digits = n+1, letters || isLetter, digits || isDigit
+				continue
+			}
+		}
+		if n >= minRandomRun && letters && digits {
+			return true
+		}
+		n, letters, digits = 0, false, false
+	}
+	return false
+}
+
+// isPath reports a file path: a key file named by its fingerprint is no
+// secret.
+func isPath(v string) bool {
+	return v[0] == '/' || v[0] == '~' || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") || strings.HasPrefix(v, "file:")
 }
 
 // maxMaskedRest is how many letters and digits a masked value may hold
