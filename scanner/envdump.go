@@ -42,7 +42,8 @@ var notSecretParts = map[string]bool{
 
 // detectEnv reports environment and config dumps: assignments whose name
 // says secret (NAME=value, name: value) and connection strings with a
-// password. Placeholders and references are not secrets.
+// password. Placeholders and references are not secrets, unless they hold
+// a generated-looking run (secretValue).
 func detectEnv(text string, emit func(Finding)) {
 	// Line by line: in source code and configuration most lines hold an
 	// '=' or a ':', and finding them first (linesHolding) cost more than
