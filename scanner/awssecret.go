@@ -15,14 +15,14 @@ import (
 // base64's alphabet (30 random bytes).
 const awsSecretLen = 40
 
-// inEncodedLayer: detectAWSSecretEncoded reads only texts decoded from hex
-// or base64. In plain text the shape is too common (a base64 run cut to 40
-// characters, a nonce) to stand alone. Behind an encoding it is rare: text
+// inEncodedLayer: detectAWSSecretEncoded reads only texts decoded from hex,
+// base64 or base32. In plain text the shape is too common (a base64 run cut
+// to 40 characters, a nonce) to stand alone. Behind an encoding it is rare: text
 // seldom holds one, and random binary almost never (a byte of it is in
 // base64's alphabet one time in four, so 40 in a row almost never are).
 func inEncodedLayer(g *segment) bool {
 	return g.depth > 0 && (slices.Contains(g.chain, encHex) || slices.Contains(g.chain, encBase64) ||
-		slices.Contains(g.chain, encBase64URL))
+		slices.Contains(g.chain, encBase64URL) || slices.Contains(g.chain, encBase32))
 }
 
 // detectAWSSecretEncoded reports runs of exactly awsSecretLen base64

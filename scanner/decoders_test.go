@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -45,6 +46,8 @@ func TestDecoders(t *testing.T) {
 		{"escaped json in text", `{\"token\":\"` + tok + `\"}`, ""},
 		{"quoted-printable", "Content: " + strings.Repeat("x", 60) + " token=3D" + tok[:10] + "=\r\n" + tok[10:] + "=20", encQP},
 		{"base64 of hex dashes", base64.StdEncoding.EncodeToString([]byte("key " + hexWith(tok, "", "-"))), "base64 > " + encHexSep},
+		{"base32", "data " + base32.StdEncoding.EncodeToString([]byte("token "+tok)) + " end", encBase32},
+		{"base32 lower case unpadded", `{"d":"` + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(tok+"\n"))) + `"}`, encBase32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/plain"}}, Body: strings.NewReader(tc.body)})

@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"iter"
@@ -19,6 +20,7 @@ const (
 const (
 	encBase64    = "base64"
 	encBase64URL = "base64url"
+	encBase32    = "base32"
 	encHex       = "hex"
 	encPercent   = "percent"
 )
@@ -100,6 +102,9 @@ func decodeRun(t string) (run, bool) {
 		}
 		return run{}, false
 	}
+	if d, ok := decodeBase32(t); ok {
+		return run{enc: encBase32, decoded: d}, true
+	}
 	enc := encBase64
 	e := base64.RawStdEncoding
 	std, url := false, false // '+' or '/'; '-' or '_'
@@ -133,6 +138,32 @@ func decodeRun(t string) (run, bool) {
 		return run{}, false
 	}
 	return run{enc: enc, decoded: string(buf[:n])}, true
+}
+
+// decodeBase32 decodes t when it is base32 (RFC 4648) in one case, padded
+// or not, and reads as text: base32's digits are base64's too, and a
+// sender told to hide a token picks either. A run of capitals or of
+// lower-case letters and the digits 2 to 7 is rare in anything else, and
+// when it is no base32 it goes on to be read as base64.
+func decodeBase32(t string) (string, bool) {
+	t = strings.TrimRight(t, "=")
+	upper, lower := true, true
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= '2' && c <= '7':
+		case c >= 'A' && c <= 'Z' && upper:
+			lower = false
+		case c >= 'a' && c <= 'z' && lower:
+			upper = false
+		default: // no base32 digit, or the other case
+			return "", false
+		}
+	}
+	b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(t))
+	if err != nil || len(b) < 8 || !textual(b) {
+		return "", false
+	}
+	return string(b), true
 }
 
 // textual reports whether b reads as text: valid UTF-8 with few control bytes.
@@ -385,6 +416,16 @@ func reencode(enc, orig, text string) string {
 			h = strings.ToUpper(h)
 		}
 		return h
+	case encBase32:
+		// The run holds at most two of base32's up to six '=' (encodedRuns),
+		// the rest follow it: the same '=' as the run's keep the padding
+		// whole, as a mask is as long as what it hides.
+		body := strings.TrimRight(orig, "=")
+		b := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(text))
+		if strings.ToLower(body) == body {
+			b = strings.ToLower(b)
+		}
+		return b + orig[len(body):]
 	case encBase64URL:
 		if strings.HasSuffix(orig, "=") {
 			return base64.URLEncoding.EncodeToString([]byte(text))

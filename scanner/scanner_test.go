@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -239,6 +240,7 @@ func TestRedact(t *testing.T) {
 	s.Policy.Actions = map[string]Action{"github-pat": Redact}
 	tok := MustFake(t, "github-pat")
 	b64 := base64.StdEncoding.EncodeToString([]byte("token=" + tok))
+	b32 := base32.StdEncoding.EncodeToString([]byte("token=" + tok))
 	for _, tc := range []struct {
 		name   string
 		url    string
@@ -260,6 +262,15 @@ func TestRedact(t *testing.T) {
 				d, err := base64.StdEncoding.DecodeString(v["c"])
 				if err != nil || !strings.HasPrefix(string(d), "token=****") {
 					t.Errorf("base64 layer not re-encoded with the mask: %v", err)
+				}
+			}},
+		{name: "base32 in json", header: http.Header{"Content-Type": {"application/json"}}, body: `{"c":"` + b32 + `"}`,
+			check: func(t *testing.T, b []byte) {
+				var v map[string]string
+				json.Unmarshal(b, &v)
+				d, err := base32.StdEncoding.DecodeString(v["c"])
+				if err != nil || !strings.HasPrefix(string(d), "token=****") {
+					t.Errorf("base32 layer not re-encoded with the mask: %v", err)
 				}
 			}},
 		{name: "gzip", header: http.Header{"Content-Encoding": {"gzip"}}, body: "x " + tok,
