@@ -290,6 +290,12 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 				out = append(out, child(encEscapes, d))
 			}
 		}
+		// Only a text with a byte from 0x80 can hold an invisible character.
+		if g.features().f&fAnyHigh != 0 {
+			if d, ok := revealInvisible(g.text); ok {
+				out = append(out, child(encInvisible, d))
+			}
+		}
 		if g.features().f&fAssign != 0 && hasQP(g.text) {
 			if d, ok := qpLines(g.text); ok {
 				out = append(out, child(encQP, d))

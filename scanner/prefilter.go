@@ -20,6 +20,7 @@ const (
 	fB64Run                   // minBase64Run base64 or base64url bytes in a row: encodedRuns may find one
 	fAnyPercent               // a %: percent-encoding may be there
 	fAnyBackslash             // a \: escapes may be there
+	fAnyHigh                  // a byte from 0x80: invisible characters may be there
 )
 
 // Byte classes for features.
@@ -233,6 +234,7 @@ func scanFeatureBytes(s string) featureMarks {
 			b64 = 0
 		}
 		if c >= 0x80 {
+			f |= fAnyHigh
 			letters++
 			lowerOnly = false
 		} else {

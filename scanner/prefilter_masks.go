@@ -128,6 +128,9 @@ func (m *maskScan) block(base int, p, c, n *blockMasks) {
 	if c.bslash != 0 {
 		m.f |= fAnyBackslash
 	}
+	if c.high != 0 {
+		m.f |= fAnyHigh
+	}
 	if m.f&(fB64Run|fLongRun) != fB64Run|fLongRun {
 		m.b64Runs(c.b64)
 	}

@@ -339,6 +339,9 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 		if c == '\\' {
 			f |= fAnyBackslash
 		}
+		if c >= 0x80 {
+			f |= fAnyHigh
+		}
 		// Any other byte ends words and digit runs.
 		if c != '-' {
 			digits = 0

@@ -1,0 +1,95 @@
+package scanner
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// tagged spells s in Unicode tag characters, which do not show.
+func tagged(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		b.WriteRune(0xE0000 + rune(c))
+	}
+	return b.String()
+}
+
+// selected hides s in variation selectors after a visible character, a
+// selector for each byte.
+func selected(s string) string {
+	var b strings.Builder
+	b.WriteString("😀")
+	for _, c := range []byte(s) {
+		if c < 16 {
+			b.WriteRune(0xFE00 + rune(c))
+		} else {
+			b.WriteRune(0xE0100 + rune(c) - 16)
+		}
+	}
+	return b.String()
+}
+
+func TestRevealInvisible(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\u200bb\u200cc\u200dd\u2060e\ufefff\u00adg": "abcdefg",
+		"x" + tagged("hi there") + "y":                "xhi therey",
+		selected("hidden"):                            "😀hidden",
+		"👨\u200d👩\u200d👧 family":                      "👨👩👧 family",
+		"\u202eevil\u202c":                            "evil",
+	} {
+		if got, ok := revealInvisible(in); !ok || got != want {
+			t.Errorf("revealInvisible(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"plain ascii", "café, naïve, 東京, emoji 😀", ""} {
+		if got, ok := revealInvisible(in); ok {
+			t.Errorf("revealInvisible(%q) = %q: nothing is hidden there", in, got)
+		}
+	}
+}
+
+// A token with an invisible character between every few of its own, or
+// spelled in characters that do not show, is found; text in other scripts
+// and emoji is not a finding.
+func TestInvisibleCharactersHideNoToken(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	split := func(sep string) string {
+		var b strings.Builder
+		for i, r := range tok {
+			if i > 0 && i%4 == 0 {
+				b.WriteString(sep)
+			}
+			b.WriteRune(r)
+		}
+		return b.String()
+	}
+	scan := func(text string) *Result {
+		t.Helper()
+		body := `{"messages":[{"role":"user","content":"here it is: ` + text + ` thanks"}]}`
+		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"application/json"}}, Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for name, text := range map[string]string{
+		"zero-width space": split("\u200b"), "zero-width joiner": split("\u200d"), "word joiner": split("\u2060"),
+		"byte order mark": split("\ufeff"), "soft hyphen": split("\u00ad"), "bidi override": split("\u202d"),
+		"tag characters": tagged(tok), "variation selectors": selected(tok),
+	} {
+		res := scan(text)
+		found := false
+		for _, f := range res.Findings {
+			found = found || string(f.secret) == tok && f.Decoding == encInvisible
+		}
+		if res.Verdict != Block || !found {
+			t.Errorf("%s: verdict %v, want block with the token decoded as %q:%s", name, res.Verdict, encInvisible, dump(res.Findings))
+		}
+	}
+	if res := scan("会議は明日の午後です 👩\u200d💻 see you ❤️"); res.Verdict != Pass {
+		t.Errorf("text in other scripts and emoji: verdict %v:%s", res.Verdict, dump(res.Findings))
+	}
+}
