@@ -22,8 +22,7 @@ func revealInvisible(s string) (string, bool) {
 	var b strings.Builder
 	last := 0 // s[last:] is not yet written
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
+		if !invisibleLead[s[i]] {
 			i++
 			continue
 		}
@@ -49,6 +48,29 @@ func revealInvisible(s string) (string, bool) {
 	b.WriteString(s[last:])
 	return b.String(), true
 }
+
+// invisibleLead has the first bytes of the UTF-8 of the runes invisibleAs
+// knows (unicode.Cf's ranges and the variation selectors): text in most
+// scripts (CJK's E3 to ED, Cyrillic's D0 and D1…) is passed over a byte
+// at a time without decoding its runes.
+var invisibleLead = func() (t [256]bool) {
+	mark := func(lo, hi, stride rune) {
+		for r := lo; r <= hi; r += stride {
+			var b [utf8.UTFMax]byte
+			utf8.EncodeRune(b[:], r)
+			t[b[0]] = true
+		}
+	}
+	for _, r := range unicode.Cf.R16 {
+		mark(rune(r.Lo), rune(r.Hi), rune(r.Stride))
+	}
+	for _, r := range unicode.Cf.R32 {
+		mark(rune(r.Lo), rune(r.Hi), rune(r.Stride))
+	}
+	mark(0xFE00, 0xFE0F, 1)
+	mark(0xE0100, 0xE01EF, 1)
+	return t
+}()
 
 // invisibleAs is what an invisible rune r stands for: an ASCII byte, or 0
 // for nothing; ok is false for a rune that shows.

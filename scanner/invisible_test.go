@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // tagged spells s in Unicode tag characters, which do not show.
@@ -29,6 +31,25 @@ func selected(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// invisibleLead holds the first byte of every rune invisibleAs knows, and
+// no byte of ASCII, which needs no decoding.
+func TestInvisibleLead(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if _, ok := invisibleAs(r); ok {
+			var b [utf8.UTFMax]byte
+			utf8.EncodeRune(b[:], r)
+			if !invisibleLead[b[0]] {
+				t.Fatalf("U+%04X: its first byte %#x is not in invisibleLead", r, b[0])
+			}
+		}
+	}
+	for c := range utf8.RuneSelf {
+		if invisibleLead[c] {
+			t.Fatalf("ASCII byte %#x in invisibleLead", c)
+		}
+	}
 }
 
 func TestRevealInvisible(t *testing.T) {
