@@ -235,6 +235,19 @@ func TestOversizeAndBomb(t *testing.T) {
 	}
 }
 
+// reencoded checks that the JSON body's field c, decoded, starts with the
+// masked token: its encoded layer was re-encoded around the mask.
+func reencoded(decode func(string) ([]byte, error)) func(*testing.T, []byte) {
+	return func(t *testing.T, b []byte) {
+		var v map[string]string
+		json.Unmarshal(b, &v)
+		d, err := decode(v["c"])
+		if err != nil || !strings.HasPrefix(string(d), "token=****") {
+			t.Errorf("encoded layer not re-encoded with the mask: %v", err)
+		}
+	}
+}
+
 func TestRedact(t *testing.T) {
 	s := testScanner(t)
 	s.Policy.Actions = map[string]Action{"github-pat": Redact}
@@ -256,23 +269,9 @@ func TestRedact(t *testing.T) {
 				}
 			}},
 		{name: "base64 in json", header: http.Header{"Content-Type": {"application/json"}}, body: `{"c":"` + b64 + `"}`,
-			check: func(t *testing.T, b []byte) {
-				var v map[string]string
-				json.Unmarshal(b, &v)
-				d, err := base64.StdEncoding.DecodeString(v["c"])
-				if err != nil || !strings.HasPrefix(string(d), "token=****") {
-					t.Errorf("base64 layer not re-encoded with the mask: %v", err)
-				}
-			}},
+			check: reencoded(base64.StdEncoding.DecodeString)},
 		{name: "base32 in json", header: http.Header{"Content-Type": {"application/json"}}, body: `{"c":"` + b32 + `"}`,
-			check: func(t *testing.T, b []byte) {
-				var v map[string]string
-				json.Unmarshal(b, &v)
-				d, err := base32.StdEncoding.DecodeString(v["c"])
-				if err != nil || !strings.HasPrefix(string(d), "token=****") {
-					t.Errorf("base32 layer not re-encoded with the mask: %v", err)
-				}
-			}},
+			check: reencoded(base32.StdEncoding.DecodeString)},
 		{name: "gzip", header: http.Header{"Content-Encoding": {"gzip"}}, body: "x " + tok,
 			check: func(t *testing.T, b []byte) {
 				zr, err := gzip.NewReader(bytes.NewReader(b))
