@@ -49,6 +49,36 @@ func revealInvisible(s string) (string, bool) {
 	return b.String(), true
 }
 
+// revealInvisibleLines is revealInvisible for the lines of s that hold an
+// invisible character, one per line, as decodeLines gives its layers: a
+// long text with one emoji joined by a ZWJ is not read twice whole.
+func revealInvisibleLines(s string) (string, bool) {
+	var parts []string
+	n := 0
+	for ls := 0; ls < len(s); {
+		le := len(s)
+		if j := strings.IndexByte(s[ls:], '\n'); j >= 0 {
+			le = ls + j
+		}
+		if d, ok := revealInvisible(s[ls:le]); ok {
+			parts = append(parts, d)
+			n += len(d) + 1
+		}
+		ls = le + 1
+	}
+	switch len(parts) {
+	case 0:
+		return "", false
+	case 1:
+		return parts[0], true
+	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		b = append(append(b, p...), '\n')
+	}
+	return ownString(b), true
+}
+
 // invisibleLead has the first bytes of the UTF-8 of the runes invisibleAs
 // knows (unicode.Cf's ranges and the variation selectors): text in most
 // scripts (CJK's E3 to ED, Cyrillic's D0 and D1…) is passed over a byte

@@ -71,6 +71,20 @@ func TestRevealInvisible(t *testing.T) {
 	}
 }
 
+// Only the lines that hold an invisible character make the layer.
+func TestRevealInvisibleLines(t *testing.T) {
+	in := "first line\nsecond \u200bline\nthird line\nfourth" + tagged(" tag") + "\nlast"
+	if got, ok := revealInvisibleLines(in); !ok || got != "second line\nfourth tag\n" {
+		t.Errorf("revealInvisibleLines = %q, %v", got, ok)
+	}
+	if got, ok := revealInvisibleLines("one \u2060line"); !ok || got != "one line" {
+		t.Errorf("one line: %q, %v", got, ok)
+	}
+	if _, ok := revealInvisibleLines("nothing\nhidden 😀\n"); ok {
+		t.Error("a text with nothing hidden made a layer")
+	}
+}
+
 // A token with an invisible character between every few of its own, or
 // spelled in characters that do not show, is found; text in other scripts
 // and emoji is not a finding.

@@ -292,7 +292,7 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 		}
 		// Only a text with a byte from 0x80 can hold an invisible character.
 		if g.features().f&fAnyHigh != 0 {
-			if d, ok := revealInvisible(g.text); ok {
+			if d, ok := revealInvisibleLines(g.text); ok {
 				out = append(out, child(encInvisible, d))
 			}
 		}
