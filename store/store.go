@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+	"modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
 // FileName is the database's name inside the data directory.
@@ -180,12 +180,35 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for {
+	deadline := time.Now().Add(migrateBusyFor)
+	for wait := 10 * time.Millisecond; ; {
 		done, err := s.migrateOne(ctx, ms)
+		if busy(err) && time.Now().Before(deadline) {
+			// Another process opening the same new database holds it
+			// (making it WAL, applying a migration): SQLite says so at once
+			// on some of those paths, not after busy_timeout. Try again.
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 500*time.Millisecond)
+			continue
+		}
 		if err != nil || done {
 			return err
 		}
 	}
+}
+
+// migrateBusyFor is how long Open keeps trying a database that another
+// opener holds.
+const migrateBusyFor = 30 * time.Second
+
+// busy reports SQLite's SQLITE_BUSY (primary code 5, any extended code).
+func busy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
 
 // migrateOne applies the next missing migration; done reports none was left.

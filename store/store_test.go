@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -133,4 +135,45 @@ func TestConcurrentReadThenWriteTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// busy tells SQLite's SQLITE_BUSY, which a migration that another opener
+// holds up is retried on, from every other error.
+func TestBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "busy.db")
+	holder, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	ctx := context.Background()
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = other.ExecContext(ctx, "INSERT INTO t VALUES (1)")
+	if !busy(err) {
+		t.Fatalf("a write while another connection holds the database: %v, want SQLITE_BUSY", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, "SELECT * FROM no_such_table"); busy(err) || err == nil {
+		t.Fatalf("a missing table: %v, want an error that is not SQLITE_BUSY", err)
+	}
+	if busy(errors.New("database is locked")) || busy(nil) {
+		t.Fatal("busy took an error that is no SQLite error")
+	}
 }
