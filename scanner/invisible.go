@@ -54,7 +54,6 @@ func revealInvisible(s string) (string, bool) {
 // long text with one emoji joined by a ZWJ is not read twice whole.
 func revealInvisibleLines(s string) (string, bool) {
 	var parts []string
-	n := 0
 	for ls := 0; ls < len(s); {
 		le := len(s)
 		if j := strings.IndexByte(s[ls:], '\n'); j >= 0 {
@@ -62,21 +61,10 @@ func revealInvisibleLines(s string) (string, bool) {
 		}
 		if d, ok := revealInvisible(s[ls:le]); ok {
 			parts = append(parts, d)
-			n += len(d) + 1
 		}
 		ls = le + 1
 	}
-	switch len(parts) {
-	case 0:
-		return "", false
-	case 1:
-		return parts[0], true
-	}
-	b := make([]byte, 0, n)
-	for _, p := range parts {
-		b = append(append(b, p...), '\n')
-	}
-	return ownString(b), true
+	return layerOfLines(parts)
 }
 
 // invisibleLead has the first bytes of the UTF-8 of the runes invisibleAs

@@ -465,21 +465,29 @@ func isBasicValue(g *segment, r run) bool {
 // an encoded value). has is true only on a line that holds mark.
 func decodeLines(s string, mark byte, has func(string) bool, dec func(string) string) (string, bool) {
 	var parts []string
-	n := 0
 	for line := range linesHolding(s, mark, mark) {
 		if !has(line) {
 			continue
 		}
 		if d := dec(line); d != line {
 			parts = append(parts, d)
-			n += len(d) + 1
 		}
 	}
+	return layerOfLines(parts)
+}
+
+// layerOfLines is the text of a layer made of decoded lines: a line alone
+// as it is, more one per line; ok is false for none.
+func layerOfLines(parts []string) (string, bool) {
 	switch len(parts) {
 	case 0:
 		return "", false
 	case 1:
 		return parts[0], true
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 1
 	}
 	b := make([]byte, 0, n)
 	for _, p := range parts {
