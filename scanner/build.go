@@ -42,6 +42,7 @@ func Build(o Options) (*Scanner, error) {
 	if err != nil {
 		return nil, err
 	}
+	go bmpFolds() // a few milliseconds at start, not on the first request with a byte from 0x80
 	var key []byte
 	if _, err := os.Stat(filepath.Join(o.DataDir, KeyFile)); o.CreateKey || err == nil {
 		if key, err = LoadOrCreateKey(o.DataDir); err != nil {

@@ -290,10 +290,10 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 				out = append(out, child(encEscapes, d))
 			}
 		}
-		// Only a text with a byte from 0x80 can hold an invisible character.
+		// Only a text with a byte from 0x80 can hide a token in Unicode.
 		if g.features().f&fAnyHigh != 0 {
-			if d, ok := revealInvisibleLines(g.text); ok {
-				out = append(out, child(encInvisible, d))
+			if d, ok := foldUnicodeLines(g.text, g.features().f&fMixedScript != 0); ok {
+				out = append(out, child(encUnicode, d))
 			}
 		}
 		if g.features().f&fAssign != 0 && hasQP(g.text) {

@@ -20,7 +20,8 @@ const (
 	fB64Run                   // minBase64Run base64 or base64url bytes in a row: encodedRuns may find one
 	fAnyPercent               // a %: percent-encoding may be there
 	fAnyBackslash             // a \: escapes may be there
-	fAnyHigh                  // a byte from 0x80: invisible characters may be there
+	fAnyHigh                  // a byte from 0x80: Unicode may hide a token there
+	fMixedScript              // a letter, digit or _ beside a byte from 0x80: a token may hold a lookalike letter
 )
 
 // Byte classes for features.
@@ -235,6 +236,9 @@ func scanFeatureBytes(s string) featureMarks {
 		}
 		if c >= 0x80 {
 			f |= fAnyHigh
+			if i > 0 && tokenBytes[s[i-1]] || i+1 < len(s) && tokenBytes[s[i+1]] {
+				f |= fMixedScript
+			}
 			letters++
 			lowerOnly = false
 		} else {

@@ -130,6 +130,10 @@ func (m *maskScan) block(base int, p, c, n *blockMasks) {
 	}
 	if c.high != 0 {
 		m.f |= fAnyHigh
+		tok, pTok, nTok := c.lower|c.upper|c.digit|c.under, p.lower|p.upper|p.digit|p.under, n.lower|n.upper|n.digit|n.under
+		if c.high&(before(tok, pTok, 1)|after(tok, nTok, 1)) != 0 {
+			m.f |= fMixedScript
+		}
 	}
 	if m.f&(fB64Run|fLongRun) != fB64Run|fLongRun {
 		m.b64Runs(c.b64)

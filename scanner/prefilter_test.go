@@ -341,6 +341,9 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 		}
 		if c >= 0x80 {
 			f |= fAnyHigh
+			if i > 0 && tokenBytes[s[i-1]] || i+1 < len(s) && tokenBytes[s[i+1]] {
+				f |= fMixedScript
+			}
 		}
 		// Any other byte ends words and digit runs.
 		if c != '-' {
