@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/zricethezav/gitleaks/v8/config"
 )
 
 // ruleIDs is the ids of the rules the engine finds in text, joined.
@@ -132,6 +134,46 @@ func TestRuleAllowlistsAnchored(t *testing.T) {
 	} {
 		if got := ruleIDs(t, r, c.text); strings.Contains(got, c.rule) != c.found {
 			t.Errorf("%s: findings %q, want %s found: %v", name, got, c.rule, c.found)
+		}
+	}
+}
+
+// generic-api-key's own stopwords ("client", "access", "admin"…) let a
+// secret pass that holds one in gitleaks, so that a key of no known format
+// goes out with a word added before, after or inside it. Here it is found
+// unless, the stopwords cut out, nothing generated-looking is left: the
+// values the stopwords are there for still pass.
+func TestRuleStopwordsBesideAKey(t *testing.T) {
+	r, err := DefaultRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic *config.Allowlist
+	for _, er := range r.eng.rules {
+		if er.cfg.RuleID == "generic-api-key" {
+			for _, a := range er.cfg.Allowlists {
+				if len(a.StopWords) > 0 {
+					generic = a
+				}
+			}
+		}
+	}
+	if generic == nil || len(generic.StopWords) < 100 {
+		t.Fatal("generic-api-key has no stopwords: the test reads nothing")
+	}
+	key := "Xk9mP2qR7sT4vW8yZ1aB3cD5eF6gH"
+	for _, w := range []string{"client", "access", "admin", generic.StopWords[len(generic.StopWords)/2]} {
+		for _, secret := range []string{w + key, key + w, key[:12] + w + key[12:], strings.ToUpper(w) + key} {
+			text := `const apiKey = "` + secret + `";` + "\n"
+			if got := ruleIDs(t, r, text); !strings.Contains(got, "generic-api-key") {
+				t.Errorf("%q: not found (findings %q)", text, got)
+			}
+		}
+	}
+	for _, v := range []string{"client_credentials_grant", "access_token_url_v2", "adminPanelTokenRefresh",
+		"client-3f2b9c1e-7a4d-4e8b-9c6f-1a2b3c4d5e6f"} {
+		if got := ruleIDs(t, r, `api_token = "`+v+`"`+"\n"); got != "" {
+			t.Errorf("%q: found (%q), want it to pass as in gitleaks", v, got)
 		}
 	}
 }

@@ -412,7 +412,7 @@ func (e *engine) check(er *engineRule, r int, text string, base int, locs [][]in
 		if er.cfg.Entropy != 0 && shannonEntropy(secret) <= er.cfg.Entropy {
 			continue
 		}
-		if allowed(e.global, secret, m, line, onlyStopword) || allowed(er.cfg.Allowlists, secret, m, line, holdsStopword) {
+		if allowed(e.global, secret, m, line, onlyStopword) || allowed(er.cfg.Allowlists, secret, m, line, stopwordBesideNoKey) {
 			continue
 		}
 		found = append(found, match{rule: r, start: start, end: end, secret: secret, line: line, lineStart: ls})
@@ -422,8 +422,8 @@ func (e *engine) check(er *engineRule, r int, text string, base int, locs [][]in
 
 // allowed is gitleaks' checkFindingAllowed for a fragment without commit
 // or path (what requests are), with stop, which tells whether a list's
-// stopwords let the secret pass: holdsStopword as gitleaks does it, or
-// onlyStopword for the global lists.
+// stopwords let the secret pass: stopwordBesideNoKey for a rule's lists,
+// onlyStopword for the global ones.
 func allowed(lists []*config.Allowlist, secret, m, line string, stop func(*config.Allowlist, string) bool) bool {
 	for _, a := range lists {
 		target := secret
@@ -461,10 +461,26 @@ func allowed(lists []*config.Allowlist, secret, m, line string, stop func(*confi
 	return false
 }
 
-// holdsStopword is gitleaks' test: the secret holds one of a's stopwords.
-func holdsStopword(a *config.Allowlist, secret string) bool {
-	ok, _ := a.ContainsStopWord(secret)
-	return ok
+// stopwordBesideNoKey is the test for a rule's own stopwords (generic-api-key
+// has 1,446: "client", "access", "admin"…): gitleaks lets a secret pass
+// that holds one, so a sender who wants a key of no known format out adds
+// a word to it ("client" + key). Here the secret passes when it holds one
+// and, with the stopwords it holds cut out, no generated-looking run of
+// letters and digits (randomRun: 16 or more, both in it) is left; what the
+// stopwords are there for ("client_credentials", "access_token_url", a
+// UUID) passes as in gitleaks. One of the documented differences from
+// gitleaks (see engine_diff_test.go).
+func stopwordBesideNoKey(a *config.Allowlist, secret string) bool {
+	if ok, _ := a.ContainsStopWord(secret); !ok {
+		return false
+	}
+	rest := strings.ToLower(secret)
+	for _, w := range a.StopWords {
+		if w = strings.ToLower(w); w != "" {
+			rest = strings.ReplaceAll(rest, w, " ")
+		}
+	}
+	return !randomRun(rest)
 }
 
 // maxStopwordRest is how many letters and digits a secret may hold besides

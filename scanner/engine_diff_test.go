@@ -34,6 +34,10 @@ import (
 //     a sample UUID) and more than a few other letters and digits is found:
 //     gitleaks lets a secret of any rule pass that holds one (onlyStopword);
 //     a private key with a line saying one would go out;
+//   - a secret that holds one of a rule's own stopwords (generic-api-key's
+//     "client", "access"…) is found when, with them cut out, a run of 16
+//     or more letters and digits with both in it is left (stopwordBesideNoKey):
+//     gitleaks lets it pass, so a word added to a key gets it out;
 //   - a "gitleaks:allow" comment on the line does not hide a finding: the
 //     sender of a request would write it;
 //   - a composite rule (requiredRules) reports its primary finding without
