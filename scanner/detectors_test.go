@@ -216,6 +216,10 @@ func TestDetectEnv(t *testing.T) {
 		{"a secret dressed as a prompt", "API_KEY=your-" + w, RuleEnvSecret},
 		{"a secret with words after it", "DB_PASSWORD=" + w + " # prod", RuleEnvSecret},
 		{"a connection string's reference-dressed password", "DATABASE_URL=postgres://app:${" + w + "}@db.internal.test/prod", RuleConnectionString},
+		{"a secret of letters alone dressed as a reference", "API_KEY=${QmXkTrVbNpLwZcYdHsGa}", RuleEnvSecret},
+		{"a secret of letters alone dressed as a prompt", "API_KEY=your-pQxLmZkRvTnBwYcJdHgF", RuleEnvSecret},
+		{"a camel-case reference", "API_KEY=${getServiceAccessTokenForUser}", ""},
+		{"a reference with acronyms", "API_KEY=${HTTPSProxyURLConfigLoaderKey}", ""},
 		{"a key file named by its fingerprint", "SSH_KEY=~/.ssh/id_ed25519_7F3A9C2E1B4D5E6F7A8B", ""},
 		{"a long template name", "password: {{ .Values.databasePasswordProduction }}", ""},
 		{"a reference with a version", "API_KEY=${OPENAI_API_KEY_V2}", ""},
@@ -574,4 +578,30 @@ func FuzzLinesHolding(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Random letters of both cases read as generated nine times in ten at
+// minRandomLetters; names in camel case, acronyms and one case do not.
+func TestMixedAtRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	hits := 0
+	for range 1000 {
+		b := make([]byte, minRandomLetters)
+		for i := range b {
+			b[i] = letters[r.IntN(len(letters))]
+		}
+		if mixedAtRandom(string(b)) {
+			hits++
+		}
+	}
+	if hits < 850 {
+		t.Errorf("%d of 1000 random runs of %d letters read as random, want 850 or more", hits, minRandomLetters)
+	}
+	for _, name := range []string{"getServiceAccessTokenForUser", "HTTPSProxyURLConfigLoaderKey", "XMLHttpRequestEventTarget",
+		"databasePasswordProduction", "OPENAIAPIKEYPRODUCTIONREGION", "abcdefghijklmnopqrstuvwxyz", "ThisIsTheDefaultAdminPassword"} {
+		if mixedAtRandom(name) {
+			t.Errorf("%q read as random", name)
+		}
+	}
 }

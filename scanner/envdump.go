@@ -352,26 +352,51 @@ func secretValue(v string) bool {
 const minRandomRun = 16
 
 // randomRun reports a run of minRandomRun or more ASCII letters and digits
-// that holds both: what a generated secret looks like, and what a
-// placeholder, a reference or a name ("${DB_PASSWORD}", "<token>",
-// "your-api-key-here") does not.
+// that holds both, or a run of minRandomLetters letters alone in both cases
+// mixed at random (mixedAtRandom): what a generated secret looks like, and
+// what a placeholder, a reference or a name ("${DB_PASSWORD}", "<token>",
+// "your-api-key-here", "HTTPSProxyConfigLoader") does not.
 func randomRun(v string) bool {
-	n, letters, digits := 0, false, false
+	start, letters, digits := 0, false, false
 	for i := 0; i <= len(v); i++ {
 		if i < len(v) {
 			c := v[i]
 			isDigit, isLetter := c >= '0' && c <= '9', c|0x20 >= 'a' && c|0x20 <= 'z'
 			if isDigit || isLetter {
-				n, letters, digits = n+1, letters || isLetter, digits || isDigit
+				letters, digits = letters || isLetter, digits || isDigit
 				continue
 			}
 		}
-		if n >= minRandomRun && letters && digits {
+		n := i - start
+		if n >= minRandomRun && letters && digits || n >= minRandomLetters && !digits && mixedAtRandom(v[start:i]) {
 			return true
 		}
-		n, letters, digits = 0, false, false
+		start, letters, digits = i+1, false, false
 	}
 	return false
+}
+
+// minRandomLetters is the shortest run of letters alone that randomRun
+// reads for its mix of cases.
+const minRandomLetters = 20
+
+// mixedAtRandom reports letters whose cases look drawn at random: between
+// three and seven in ten upper case, and the case changing at more than a
+// third of the steps. Random letters are so 9 times in 10 at 20 (and more
+// often the longer); a name in camel case has fewer capitals, and one with
+// acronyms ("HTTPSProxyURL") changes case rarely.
+func mixedAtRandom(run string) bool {
+	upper, changes := 0, 0
+	for i := 0; i < len(run); i++ {
+		isUpper := run[i] < 'a'
+		if isUpper {
+			upper++
+		}
+		if i > 0 && isUpper != (run[i-1] < 'a') {
+			changes++
+		}
+	}
+	return upper*10 >= len(run)*3 && upper*10 <= len(run)*7 && changes*3 > len(run)-1
 }
 
 // isPath reports a file path: a key file named by its fingerprint is no
