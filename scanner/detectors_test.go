@@ -237,6 +237,11 @@ func TestDetectEnv(t *testing.T) {
 		{"sentence", "password: must be at least twelve characters", ""},
 		{"placeholder in connection string", "postgres://user:password@db.test/x", ""},
 		{"reference in connection string", "postgres://user:${DB_PASS}@db.test/x", ""},
+		{"an HTTP dump's bearer token", "GET /v1/items HTTP/1.1\nHost: api.example.test\nAuthorization: Bearer " + w + "\n", RuleEnvSecret},
+		{"a client config's basic credentials", "proxy_authorization = Basic " + w, RuleEnvSecret},
+		{"a required authorization", "authorization: required", ""},
+		{"a bearer reference", "Authorization: Bearer $API_TOKEN", ""},
+		{"a bearer placeholder", "Authorization: Bearer <your-token>", ""},
 	})
 }
 

@@ -56,11 +56,14 @@ func detectEnv(text string, emit func(Finding)) {
 		line := text[ls:le]
 		ls = le + 1
 		name, v, ok := assignment(line)
-		if !ok || !secretName(name) {
+		if !ok || !mentionsSecret(name) {
 			continue
 		}
-		if v = trimValue(v); secretValue(v) {
+		v = trimValue(v)
+		if secretName(name) && secretValue(v) {
 			emit(secretFinding(RuleEnvSecret, line, v))
+		} else if authorizationName(name) && randomRun(v) {
+			emit(secretFinding(RuleEnvSecret, line, credential(v)))
 		}
 	}
 	eachConnWindow(text, func(ws, we int) {
@@ -252,6 +255,24 @@ func secretName(name string) bool {
 		return keyQualifiers[prev]
 	}
 	return false
+}
+
+// authorizationName reports a name that ends in "authorization", as an
+// HTTP header dump or a client's config writes one ("Authorization: Bearer
+// …", "proxy_authorization = Basic …"). Its value is a scheme and a
+// credential, so it is a secret when it holds a generated-looking run
+// ("Authorization: Bearer $TOKEN" or "authorization: required" is none).
+func authorizationName(name string) bool {
+	parts := nameParts(name)
+	return len(parts) > 0 && parts[len(parts)-1] == "authorization"
+}
+
+// credential is an authorization value without its scheme ("Bearer ").
+func credential(v string) string {
+	if i := strings.IndexByte(v, ' '); i > 0 {
+		return strings.TrimSpace(v[i+1:])
+	}
+	return v
 }
 
 // mentionsSecret is secretName's cheap first test: the name holds one of
