@@ -151,6 +151,10 @@ func hasEscapes(s string) bool {
 		switch s[i+1] {
 		case '"', '\\', '/', 'u', 'n', 't', 'r':
 			return true
+		case '0', '1', '2', '3':
+			if octalEscape(s[i:]) {
+				return true
+			}
 		}
 		n := strings.IndexByte(s[i+2:], '\\')
 		if n < 0 {
@@ -161,8 +165,8 @@ func hasEscapes(s string) bool {
 	return false
 }
 
-// unescape undoes JSON string escapes (with \u surrogate pairs) and \xHH,
-// leaving malformed escapes as they are.
+// unescape undoes JSON string escapes (with \u surrogate pairs), \xHH and
+// octal \NNN, leaving malformed escapes as they are.
 func unescape(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
@@ -199,6 +203,13 @@ func unescape(s string) string {
 				}
 			}
 			b.WriteByte(c)
+		case '0', '1', '2', '3':
+			if !octalEscape(s[i:]) {
+				b.WriteByte(c)
+				continue
+			}
+			b.WriteByte((e-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
 		case 'u':
 			r, n := unicodeEscape(s[i:])
 			if n == 0 {
@@ -212,6 +223,11 @@ func unescape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// octalEscape reports a C-style octal escape (\147) at the start of s.
+func octalEscape(s string) bool {
+	return len(s) >= 4 && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7'
 }
 
 // unicodeEscape reads \uXXXX (and a following low surrogate) at the start

@@ -296,6 +296,21 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 				out = append(out, child(encUnicode, d))
 			}
 		}
+		if g.features().f&fSpelled != 0 {
+			if d, ok := spelledRuns(g.text); ok {
+				out = append(out, child(encSpelled, d))
+			}
+		}
+		if g.features().f&fNumberList != 0 {
+			if d, ok := charCodeRuns(g.text); ok {
+				out = append(out, child(encCodes, d))
+			}
+		}
+		if hasCharRef(g.text) {
+			if d, ok := decodeLines(g.text, '&', hasCharRef, unescapeHTML); ok {
+				out = append(out, child(encEntities, d))
+			}
+		}
 		if g.features().f&fAssign != 0 && hasQP(g.text) {
 			if d, ok := qpLines(g.text); ok {
 				out = append(out, child(encQP, d))

@@ -22,6 +22,8 @@ const (
 	fAnyBackslash             // a \: escapes may be there
 	fAnyHigh                  // a byte from 0x80: Unicode may hide a token there
 	fMixedScript              // a letter, digit or _ beside a byte from 0x80: a token may hold a lookalike letter
+	fSpelled                  // single letters and digits evenly apart: a text spelled out (spelledRuns)
+	fNumberList               // many numbers of two or three digits: character codes may be there (charCodeRuns)
 )
 
 // Byte classes for features.
@@ -267,7 +269,61 @@ func scanFeatureBytes(s string) featureMarks {
 	if len(wr.words58) > 0 {
 		f |= fBase58
 	}
+	f |= spelledBytes(s)
 	return featureMarks{f: f, phrases: wr.phrases, words58: wr.words58}
+}
+
+// spelledMarks is fSpelled and fNumberList for a block, from its
+// isolated letters and digits (those with no letter or digit beside them)
+// and the starts of its numbers of two or three digits between bytes that
+// are neither. fSpelled: four or more times three isolated ones evenly 2
+// to 5 bytes apart, as a text spelled out a character at a time has a
+// dozen in the block it is in ("g h p _", "g-h-p", `"g", "h"`), and prose
+// and code rarely one. fNumberList: eight or more such numbers, as a list
+// of character codes has ("103,104,112").
+func spelledMarks(iso, numbers uint64) uint32 {
+	var f uint32
+	var three uint64
+	for k := uint(2); k <= 5; k++ {
+		three |= iso & (iso >> k) & (iso >> (2 * k))
+	}
+	if bits.OnesCount64(three) >= 4 {
+		f |= fSpelled
+	}
+	if bits.OnesCount64(numbers) >= 8 {
+		f |= fNumberList
+	}
+	return f
+}
+
+// spelledBytes is spelledMarks for the blocks of s, byte by byte: the
+// byte loop's way to fSpelled and fNumberList.
+func spelledBytes(s string) uint32 {
+	class := func(i int) uint8 {
+		if i < 0 || i >= len(s) {
+			return clOther
+		}
+		return byteClass[s[i]]
+	}
+	alnum := func(i int) bool {
+		c := class(i)
+		return c == clLower || c == clDigit || c == clUpper
+	}
+	digit := func(i int) bool { return class(i) == clDigit }
+	var f uint32
+	for b := 0; b < len(s); b += 64 {
+		var iso, numbers uint64
+		for i := b; i < min(b+64, len(s)); i++ {
+			if alnum(i) && !alnum(i-1) && !alnum(i+1) {
+				iso |= 1 << (i - b)
+			}
+			if digit(i) && !alnum(i-1) && digit(i+1) && (!alnum(i+2) || digit(i+2) && !alnum(i+3)) {
+				numbers |= 1 << (i - b)
+			}
+		}
+		f |= spelledMarks(iso, numbers)
+	}
+	return f
 }
 
 // base58 notes the word of letters and digits (at least 26 of them) that

@@ -135,6 +135,12 @@ func (m *maskScan) block(base int, p, c, n *blockMasks) {
 			m.f |= fMixedScript
 		}
 	}
+	if m.f&(fSpelled|fNumberList) != fSpelled|fNumberList {
+		al, pAl, nAl := c.lower|c.upper|c.digit, p.lower|p.upper|p.digit, n.lower|n.upper|n.digit
+		d := after(c.digit, n.digit, 1) &^ before(al, pAl, 1) & c.digit // a number's first two digits
+		numbers := d&^after(al, nAl, 2) | d&after(c.digit, n.digit, 2)&^after(al, nAl, 3)
+		m.f |= spelledMarks(al&^before(al, pAl, 1)&^after(al, nAl, 1), numbers)
+	}
 	if m.f&(fB64Run|fLongRun) != fB64Run|fLongRun {
 		m.b64Runs(c.b64)
 	}

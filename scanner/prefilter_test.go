@@ -16,7 +16,7 @@ func TestFeatureScanMatchesReference(t *testing.T) {
 	m := fakeMnemonic(16)
 	parts := []string{" ", "  ", "\n", "\t", ".", ",", ":", "=", "_", "-", "%2525", "5", "0x", "bc1", "tb1", "key", "Key", "KEY", "eyJ",
 		"ghp_", "sk-", "k_", "SG.", "glpat-", "xoxb-", "DE89", "4111 1111 1111 1111", "de:ad:be:ef:00:11", "abandon ", "zoo ", "the ",
-		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", "\\", "\\x41", strings.Repeat("9f", 16), strings.Repeat("9xKm", 20), strings.Repeat("z", 113), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
+		"able", "Zoo ", "é", "l", "O", "I", "+", "/", "QUJDREVGR0g=", "4142434445464748", "g h p _ a 1 ", "x-y-z-", `"q", "r", `, "103,", "98, ", "7,", "1234,", "\\", "\\x41", strings.Repeat("9f", 16), strings.Repeat("9xKm", 20), strings.Repeat("z", 113), "1BoatSLRHtKNngkdXEeobR76b6LR", m, m + " ", " " + m + ".", "abc def ghi "}
 	r := rand.New(rand.NewPCG(21, 22))
 	phrases := 0
 	for n := 0; n < 50000; n++ {
@@ -139,7 +139,8 @@ func TestFeatureScanBlocks(t *testing.T) {
 		"glpat-", "xoxb-", "eyJ", "0x", "0X", "bc1", "TB1", "de:ad:be:ef:00:11", "ab-cd-ef", "=", ":", "%2525", "SG.", "\\", "\\x41",
 		strings.Repeat("a", 16), strings.Repeat("Q", 64), strings.Repeat("7", 26), strings.Repeat("9xKm", 28), strings.Repeat("9xKm", 29),
 		"123456" + strings.Repeat(" ", 70) + "1234567", "123456" + strings.Repeat("- ", 70) + "123456", strings.Repeat("-", 64) + "1234567890123",
-		m, m + " zoo", "zoo " + m, m + ".", m + "1", m + " Zoo", m + " é", "é " + m, "\t" + m + "\n"}
+		m, m + " zoo", "zoo " + m, m + ".", m + "1", m + " Zoo", m + " é", "é " + m, "\t" + m + "\n",
+		strings.Repeat("zz ", 14) + "10,11,12,13,14,15,16,17", strings.Repeat("zz ", 11) + "100,101,102,103,104,105,106,107", strings.Repeat("zz ", 14) + "a b c d e f g h i j k l"}
 	for _, mark := range marks {
 		for _, sep := range []string{" ", ".", "é", "\n"} {
 			for pre := range 130 {
@@ -373,5 +374,6 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 		}
 		n = 0
 	}
+	f |= spelledBytes(s)
 	return f, phrases
 }

@@ -1,0 +1,174 @@
+package scanner
+
+import (
+	"html"
+	"strings"
+)
+
+// Layers of text written so that no pattern sees it whole, which its
+// receiver reads back with a line of code.
+const (
+	encSpelled  = "spelled"  // a character at a time with one separator between
+	encEntities = "entities" // HTML character references (&#103;&#x68;)
+	encCodes    = "codes"    // character codes in decimal (103,104,112)
+)
+
+// minSpelled is the fewest characters a spelled run has: the shortest
+// secrets the rules find are about that long, and prose and code hold no
+// run of 16 single characters between one separator.
+const minSpelled = 16
+
+// maxSpelledSep is the longest separator between a spelled run's
+// characters (`", "` in a JSON array of one-character strings).
+const maxSpelledSep = 4
+
+// spelledRuns reads every run of minSpelled or more characters written one
+// at a time between the same separator ("g h p _ …", "g-h-p-…", one per
+// line, `["g","h","p"…]`) as the characters alone, each after the
+// spelledContext bytes before it (a key's name), one per line; ok is false
+// when s holds none. A run starts at a letter or digit with none beside it,
+// its separator holds neither, its characters are any visible ASCII, and
+// it holds a letter: a run of digits alone (a data array's) is no token
+// the rules read, and payment cards with spaces are found as they are.
+func spelledRuns(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if !alnumByte(s[i]) || i > 0 && alnumByte(s[i-1]) || i+1 >= len(s) || alnumByte(s[i+1]) {
+			continue
+		}
+		run, end, ok := spelledRun(s, i)
+		if !ok {
+			// A later start in what was read gives no longer a run, but
+			// its last character may start one with another separator.
+			i = max(i, end-1)
+			continue
+		}
+		if strings.IndexFunc(run, func(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }) >= 0 {
+			b.WriteString(s[max(0, i-spelledContext):i])
+			b.WriteString(run)
+			b.WriteByte('\n')
+		}
+		i = end - 1
+	}
+	return b.String(), b.Len() > 0
+}
+
+// spelledContext is how many bytes before a spelled run its layer keeps.
+const spelledContext = 64
+
+// spelledRun reads a spelled run that starts at s[i]: its separator is
+// what stands between s[i] and the next letter or digit. It returns the
+// run's characters and where it ends; ok is false when it is shorter than
+// minSpelled, and the end is then where its last character is (which may
+// start a run of its own).
+func spelledRun(s string, i int) (string, int, bool) {
+	k := 1
+	for i+1+k < len(s) && !alnumByte(s[i+1+k]) {
+		if k++; k > maxSpelledSep {
+			return "", 0, false
+		}
+	}
+	sep := s[i+1 : i+1+k]
+	n, j := 1, i+1+k // characters, and where the next one is
+	for j < len(s) && visibleByte(s[j]) && strings.HasPrefix(s[j+1:], sep) {
+		n, j = n+1, j+1+k
+	}
+	if j < len(s) && visibleByte(s[j]) && (j+1 == len(s) || !alnumByte(s[j+1])) {
+		n, j = n+1, j+1 // the last character, with no separator after it
+	}
+	if n < minSpelled {
+		return "", i + (n-1)*(1+k), false
+	}
+	run := make([]byte, 0, n)
+	for c := i; c < j; c += 1 + k {
+		run = append(run, s[c])
+	}
+	return string(run), j, true
+}
+
+// charCodeRuns reads every run of minSpelled or more character codes in
+// decimal (32 to 126) between the same separator ("103,104,112", a JSON
+// array, String.fromCharCode's arguments) as the text they spell, each
+// after the spelledContext bytes before it, one per line; ok is false when
+// s holds none. Like spelledRuns, a run must hold a letter.
+func charCodeRuns(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] < '1' || s[i] > '9' || i > 0 && alnumByte(s[i-1]) {
+			continue
+		}
+		run, end, ok := charCodeRun(s, i)
+		if !ok {
+			i = max(i, end-1) // as in spelledRuns
+			continue
+		}
+		if strings.IndexFunc(run, func(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }) >= 0 {
+			b.WriteString(s[max(0, i-spelledContext):i])
+			b.WriteString(run)
+			b.WriteByte('\n')
+		}
+		i = end - 1
+	}
+	return b.String(), b.Len() > 0
+}
+
+// charCodeRun reads a run of character codes that starts at s[i]: the text
+// they spell and where the run ends; ok is false when it is shorter than
+// minSpelled, and the end is then where its last number is.
+func charCodeRun(s string, i int) (string, int, bool) {
+	var run []byte
+	var sep string
+	j, last := i, i // where the next number is, and the last one read
+	for {
+		c, n := charCode(s[j:])
+		if n == 0 {
+			break
+		}
+		run, last = append(run, c), j
+		j += n
+		if sep == "" {
+			k := 0
+			for j+k < len(s) && k <= maxSpelledSep && !alnumByte(s[j+k]) {
+				k++
+			}
+			if k == 0 || k > maxSpelledSep {
+				break
+			}
+			sep = s[j : j+k]
+		}
+		if !strings.HasPrefix(s[j:], sep) {
+			break
+		}
+		j += len(sep)
+	}
+	if len(run) < minSpelled {
+		return "", last, false
+	}
+	return string(run), j, true
+}
+
+// charCode reads a printable ASCII byte's code in decimal (32 to 126) at
+// the start of s, not followed by another letter or digit; n is 0 when
+// there is none.
+func charCode(s string) (c byte, n int) {
+	v := 0
+	for n < len(s) && n < 4 && s[n] >= '0' && s[n] <= '9' {
+		v, n = v*10+int(s[n]-'0'), n+1
+	}
+	if n < 2 || n > 3 || v < 32 || v > 126 || n < len(s) && alnumByte(s[n]) {
+		return 0, 0
+	}
+	return byte(v), n
+}
+
+func alnumByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func visibleByte(c byte) bool { return c > ' ' && c < 0x7F }
+
+// hasCharRef reports an HTML character reference's start.
+func hasCharRef(s string) bool { return strings.Contains(s, "&#") }
+
+// unescapeHTML is s with its HTML character references read.
+func unescapeHTML(s string) string { return html.UnescapeString(s) }

@@ -1,0 +1,121 @@
+package scanner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestSpelledRuns(t *testing.T) {
+	word := "AbCdEfGh_1234-xyzQ"
+	for in, want := range map[string]string{
+		"k: " + strings.Join(strings.Split(word, ""), " ") + " end": "k: " + word + "\n",
+		strings.Join(strings.Split(word, ""), "-"):                  word + "\n",
+		`["` + strings.Join(strings.Split(word, ""), `", "`) + `"]`: `["` + word + "\n",
+		strings.Join(strings.Split(word, ""), "\n"):                 word + "\n",
+	} {
+		if got, ok := spelledRuns(in); !ok || got != want {
+			t.Errorf("spelledRuns(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{
+		"I saw a cat, a dog and a bird; x y z.",
+		"for i := 0; i < n; i++ { a[i] = f(a, b, c, d, e) }",
+		"[0,1,0,0,1,1,0,1,0,0,1,0,1,1,1,0,0,1]",               // digits alone: a data array
+		strings.Join(strings.Split("AbCdEfGh_1234", ""), " "), // shorter than minSpelled
+	} {
+		if got, ok := spelledRuns(in); ok {
+			t.Errorf("spelledRuns(%q) = %q: nothing is spelled there", in, got)
+		}
+	}
+}
+
+func TestCharCodeRuns(t *testing.T) {
+	codes := func(s, sep string) string {
+		var parts []string
+		for _, c := range []byte(s) {
+			parts = append(parts, fmt.Sprint(c))
+		}
+		return strings.Join(parts, sep)
+	}
+	word := "AbCdEfGh_1234-xyzQ"
+	for in, want := range map[string]string{
+		"String.fromCharCode(" + codes(word, ",") + ")": "String.fromCharCode(" + word + "\n",
+		"[" + codes(word, ", ") + "]":                   "[" + word + "\n",
+	} {
+		if got, ok := charCodeRuns(in); !ok || got != want {
+			t.Errorf("charCodeRuns(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{
+		"[" + codes("0123456789012345678", ",") + "]",      // digits alone
+		"[200, 13, 400, 97, 98, 99, 1000, 50, 60, 70, 80]", // codes out of range between
+		"years 2019, 2020, 2021, 2022, 2023, 2024, 2025",
+		codes("AbCdEfGh", ","), // shorter than minSpelled
+	} {
+		if got, ok := charCodeRuns(in); ok {
+			t.Errorf("charCodeRuns(%q) = %q: no text is there", in, got)
+		}
+	}
+}
+
+// A token written a character at a time, between spaces, dashes, dots,
+// newlines or commas, as a JSON array of characters or of their codes, as
+// HTML character references or octal escapes, is found; prose, code and
+// data arrays are no finding.
+func TestSpelledHideNoToken(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	chars := strings.Split(tok, "")
+	var dec, hex, oct, codes strings.Builder
+	for i, c := range []byte(tok) {
+		fmt.Fprintf(&dec, "&#%d;", c)
+		fmt.Fprintf(&hex, "&#x%x;", c)
+		fmt.Fprintf(&oct, "\\%03o", c)
+		if i > 0 {
+			codes.WriteString(",")
+		}
+		fmt.Fprint(&codes, c)
+	}
+	scan := func(body string) *Result {
+		t.Helper()
+		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/plain"}}, Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for name, c := range map[string]struct{ text, enc string }{
+		"spaces":              {strings.Join(chars, " "), encSpelled},
+		"dashes":              {strings.Join(chars, "-"), encSpelled},
+		"dots":                {strings.Join(chars, "."), encSpelled},
+		"newlines":            {strings.Join(chars, "\n"), encSpelled},
+		"commas":              {strings.Join(chars, ", "), encSpelled},
+		"array of characters": {`["` + strings.Join(chars, `","`) + `"]`, encSpelled},
+		"character codes":     {"String.fromCharCode(" + codes.String() + ")", encCodes},
+		"decimal references":  {dec.String(), encEntities},
+		"hex references":      {hex.String(), encEntities},
+		"octal escapes":       {`"` + oct.String() + `"`, encEscapes},
+	} {
+		res := scan("here it is: " + c.text + " thanks")
+		found := false
+		for _, f := range res.Findings {
+			found = found || string(f.secret) == tok && f.Decoding == c.enc
+		}
+		if res.Verdict != Block || !found {
+			t.Errorf("%s: verdict %v, want block with the token decoded as %q:%s", name, res.Verdict, c.enc, dump(res.Findings))
+		}
+	}
+	for _, benign := range []string{
+		"I saw a cat, a dog and a bird. Then x y z and a b c went by.",
+		"for i := 0; i < n; i++ { a[i] = f(a, b, c, d, e) }",
+		`{"pixels":[12,200,33,47,90,128,255,0,17,64,99,101,180,3,77,45,66,91,240,12]}`,
+		"Tom &amp; Jerry &#8212; a cartoon &#169; 1940",
+	} {
+		if res := scan(benign); res.Verdict != Pass {
+			t.Errorf("%q: verdict %v:%s", benign, res.Verdict, dump(res.Findings))
+		}
+	}
+}
