@@ -3,32 +3,40 @@ package scanner
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
 
-func TestJoinedArrays(t *testing.T) {
+func TestJoinedPieces(t *testing.T) {
 	seg := func(where, text string) *segment { return &segment{where: where, text: text, body: true} }
 	segs := []*segment{
 		seg("json:$.model", "model: m"),
 		seg("json:$.x[0]", "ghp_"), seg("json:$.x[1]", "AbCd"), seg("json:$.x[2]", "EfGh"), seg("json:$.x[3]", "1234"),
-		seg("json:$.x[4]", "a string longer than a piece"), // ends the run
+		seg("json:$.x[4]", "a string longer than a piece"),                                      // ends the run
 		seg("json:$.y[0]", "abcdefgh"), seg("json:$.y[1]", "ijklmnop"), seg("json:$.y[2]", "q"), // three pieces: too few
 		seg("json:$.z[0]", "aaaa"), seg("json:$.z[1]", "bbbb"), seg("json:$.z[3]", "cccc"), seg("json:$.z[4]", "dddd"), // a gap
 		seg(`json:$["k[1]"]`, "v"), seg("header:X-A", "X-A: b"),
+		seg("json:$.o.a", "a: ghp_AbCdEf"), seg("json:$.o.b", "b: Gh1234-x_y"), seg("json:$.o.c", "c: not a piece"),
+		seg("json:$.p.a", "a: abcdefghij"), seg("json:$.q.b", "b: klmnopqrst"), // two objects
+		seg("json:$.r.a", "a: https://example.test/x"), seg("json:$.r.b", "b: abcdefghijklmnop"), // a URL is no piece
 	}
-	got := joinedArrays(segs)
-	if len(got) != 1 || got[0].where != "json:$.x[0:4]" || got[0].text != "ghp_AbCdEfGh1234" || !got[0].body {
-		for _, g := range got {
-			t.Logf("%s %q", g.where, g.text)
+	var got []string
+	for _, g := range joinedPieces(segs) {
+		if !g.body {
+			t.Errorf("%s: not a body segment", g.where)
 		}
-		t.Fatalf("joinedArrays gave %d segments, want json:$.x[0:4] %q", len(got), "ghp_AbCdEfGh1234")
+		got = append(got, g.where+" "+g.text)
+	}
+	if want := []string{"json:$.x[0:4] ghp_AbCdEfGh1234", "json:$.o.* ghp_AbCdEfGh1234-x_y"}; !slices.Equal(got, want) {
+		t.Fatalf("joinedPieces = %q, want %q", got, want)
 	}
 }
 
 // A token cut into the strings of a JSON array, a character or a few at a
-// time, is found; an array of tags is no finding.
-func TestArrayPiecesHideNoToken(t *testing.T) {
+// time, or split across two fields of an object, is found; an array of
+// tags and a tool call's ids are no finding.
+func TestJSONPiecesHideNoToken(t *testing.T) {
 	s := testScanner(t)
 	tok := MustFake(t, "github-pat")
 	pieces := func(n int) string {
@@ -56,7 +64,23 @@ func TestArrayPiecesHideNoToken(t *testing.T) {
 			t.Errorf("pieces of %d: verdict %v, want block with the token found in the joined array:%s", n, res.Verdict, dump(res.Findings))
 		}
 	}
-	if res := scan(`{"tags":["go","rust","js","py","c","java","ruby","perl","lua"]}`); res.Verdict != Pass {
-		t.Errorf("an array of tags: verdict %v:%s", res.Verdict, dump(res.Findings))
+	for _, split := range []int{8, 20, 30} {
+		body := `{"model":"m","meta":{"a":"` + tok[:split] + `","b":"` + tok[split:] + `"}}`
+		found := false
+		res := scan(body)
+		for _, f := range res.Findings {
+			found = found || string(f.secret) == tok && f.Where == "json:$.meta.*"
+		}
+		if res.Verdict != Block || !found {
+			t.Errorf("split across two fields at %d: verdict %v, want block with the token found in the joined object:%s", split, res.Verdict, dump(res.Findings))
+		}
+	}
+	for _, benign := range []string{
+		`{"tags":["go","rust","js","py","c","java","ruby","perl","lua"]}`,
+		`{"tool_calls":[{"id":"call_8fK2mQ9xLp","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}`,
+	} {
+		if res := scan(benign); res.Verdict != Pass {
+			t.Errorf("%s: verdict %v:%s", benign, res.Verdict, dump(res.Findings))
+		}
 	}
 }

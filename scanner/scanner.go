@@ -475,7 +475,7 @@ type inspectShared struct {
 
 // inspectGroups inspects top's groups one after the other.
 func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segment, sh *inspectShared) ([]Finding, error) {
-	top = append(top, joinedArrays(top)...)
+	top = append(top, joinedPieces(top)...)
 	var out []Finding
 	det := newDetectRun()
 	clean := sh.clean
