@@ -297,12 +297,12 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 			}
 		}
 		if g.features().f&fSpelled != 0 {
-			if d, ok := spelledRuns(g.text); ok {
+			if d, ok := spelledRuns(around(g.text, g.features().spelled)); ok {
 				out = append(out, child(encSpelled, d))
 			}
 		}
 		if g.features().f&fNumberList != 0 {
-			if d, ok := charCodeRuns(g.text); ok {
+			if d, ok := charCodeRuns(around(g.text, g.features().numbers)); ok {
 				out = append(out, child(encCodes, d))
 			}
 		}

@@ -64,6 +64,9 @@ type featureMarks struct {
 	f       uint32
 	phrases [][2]int // when fWords: the spans that hold the phrases
 	words58 [][2]int // when fBase58: the words eachBase58Token gives
+	// When fSpelled and fNumberList: from the first block with the mark to
+	// the end of the last (spelledRuns and charCodeRuns read around it).
+	spelled, numbers [2]int
 }
 
 // featureScan is features and, when fWords is set, the spans of s that
@@ -269,36 +272,52 @@ func scanFeatureBytes(s string) featureMarks {
 	if len(wr.words58) > 0 {
 		f |= fBase58
 	}
-	f |= spelledBytes(s)
-	return featureMarks{f: f, phrases: wr.phrases, words58: wr.words58}
+	m := featureMarks{phrases: wr.phrases, words58: wr.words58}
+	spelledBytes(s, &m)
+	m.f |= f
+	return m
 }
 
-// spelledMarks is fSpelled and fNumberList for a block, from its
-// isolated letters and digits (those with no letter or digit beside them)
-// and the starts of its numbers of two or three digits between bytes that
-// are neither. fSpelled: four or more times three isolated ones evenly 2
-// to 5 bytes apart, as a text spelled out a character at a time has a
-// dozen in the block it is in ("g h p _", "g-h-p", `"g", "h"`), and prose
-// and code rarely one. fNumberList: eight or more such numbers, as a list
-// of character codes has ("103,104,112").
-func spelledMarks(iso, numbers uint64) uint32 {
-	var f uint32
-	var three uint64
-	for k := uint(2); k <= 5; k++ {
-		three |= iso & (iso >> k) & (iso >> (2 * k))
-	}
-	if bits.OnesCount64(three) >= 4 {
-		f |= fSpelled
+// markSpelled notes in m fSpelled and fNumberList for the block at base,
+// from its isolated letters and digits (those with no letter or digit
+// beside them) and the starts of its numbers of two or three digits
+// between bytes that are neither. fSpelled: four or more times three
+// isolated ones evenly 2 to 5 bytes apart, as a text spelled out a
+// character at a time has a dozen in the block it is in ("g h p _",
+// "g-h-p", `"g", "h"`), and prose and code rarely one. fNumberList: eight
+// or more such numbers, as a list of character codes has ("103,104,112").
+func (m *featureMarks) markSpelled(base int, iso, numbers uint64) {
+	if bits.OnesCount64(iso) >= 6 { // four triples need six
+		var three uint64
+		for k := uint(2); k <= 5; k++ {
+			three |= iso & (iso >> k) & (iso >> (2 * k))
+		}
+		if bits.OnesCount64(three) >= 4 {
+			m.spelled = markSpan(m.spelled, m.f&fSpelled != 0, base)
+			m.f |= fSpelled
+		}
 	}
 	if bits.OnesCount64(numbers) >= 8 {
-		f |= fNumberList
+		m.numbers = markSpan(m.numbers, m.f&fNumberList != 0, base)
+		m.f |= fNumberList
 	}
-	return f
 }
 
-// spelledBytes is spelledMarks for the blocks of s, byte by byte: the
+// markSpan is span grown to the block at base.
+func markSpan(span [2]int, had bool, base int) [2]int {
+	if !had {
+		span[0] = base
+	}
+	span[1] = base + 64
+	return span
+}
+
+// spelledBytes is markSpelled for the blocks of s, byte by byte: the
 // byte loop's way to fSpelled and fNumberList.
-func spelledBytes(s string) uint32 {
+func spelledBytes(s string, m *featureMarks) {
+	if len(s) < 11 { // six single characters one byte apart: the least a mark needs
+		return
+	}
 	class := func(i int) uint8 {
 		if i < 0 || i >= len(s) {
 			return clOther
@@ -310,7 +329,6 @@ func spelledBytes(s string) uint32 {
 		return c == clLower || c == clDigit || c == clUpper
 	}
 	digit := func(i int) bool { return class(i) == clDigit }
-	var f uint32
 	for b := 0; b < len(s); b += 64 {
 		var iso, numbers uint64
 		for i := b; i < min(b+64, len(s)); i++ {
@@ -321,9 +339,8 @@ func spelledBytes(s string) uint32 {
 				numbers |= 1 << (i - b)
 			}
 		}
-		f |= spelledMarks(iso, numbers)
+		m.markSpelled(b, iso, numbers)
 	}
-	return f
 }
 
 // base58 notes the word of letters and digits (at least 26 of them) that

@@ -43,7 +43,8 @@ func scanMasks(s string, inGo bool) featureMarks {
 	if len(m.wr.words58) > 0 {
 		f |= fBase58
 	}
-	return featureMarks{f: f, phrases: m.wr.phrases, words58: m.wr.words58}
+	return featureMarks{f: f | m.spelled.f, phrases: m.wr.phrases, words58: m.wr.words58,
+		spelled: m.spelled.spelled, numbers: m.spelled.numbers}
 }
 
 // maskBatch is how many blocks the classifier does per call.
@@ -107,6 +108,7 @@ type maskScan struct {
 	// are not known to be no candidate, after those resolve read (up to
 	// read).
 	pend, read int
+	spelled    featureMarks // fSpelled, fNumberList and their spans
 }
 
 // before has bit i set when the byte k before byte i has class x, which is
@@ -135,11 +137,12 @@ func (m *maskScan) block(base int, p, c, n *blockMasks) {
 			m.f |= fMixedScript
 		}
 	}
-	if m.f&(fSpelled|fNumberList) != fSpelled|fNumberList {
-		al, pAl, nAl := c.lower|c.upper|c.digit, p.lower|p.upper|p.digit, n.lower|n.upper|n.digit
-		d := after(c.digit, n.digit, 1) &^ before(al, pAl, 1) & c.digit // a number's first two digits
-		numbers := d&^after(al, nAl, 2) | d&after(c.digit, n.digit, 2)&^after(al, nAl, 3)
-		m.f |= spelledMarks(al&^before(al, pAl, 1)&^after(al, nAl, 1), numbers)
+	// Isolated letters and digits; only a block with six (or with 15
+	// digits) may be marked, and few are: the rest is left out of line.
+	al := c.lower | c.upper | c.digit
+	iso := al &^ (al<<1 | (p.lower|p.upper|p.digit)>>63) &^ (al>>1 | (n.lower|n.upper|n.digit)<<63)
+	if bits.OnesCount64(iso) >= 6 || bits.OnesCount64(c.digit) >= 15 {
+		m.spelledBlock(base, p, c, n, al, iso)
 	}
 	if m.f&(fB64Run|fLongRun) != fB64Run|fLongRun {
 		m.b64Runs(c.b64)
@@ -150,6 +153,18 @@ func (m *maskScan) block(base int, p, c, n *blockMasks) {
 	m.marks(base, p, c, n)
 	m.base58(base, c.lower|c.upper|c.digit)
 	m.words(base, p, c)
+}
+
+// spelledBlock is markSpelled for the block at base, between the blocks p
+// and n, whose letters and digits are al and isolated ones iso.
+func (m *maskScan) spelledBlock(base int, p, c, n *blockMasks, al, iso uint64) {
+	var numbers uint64
+	if bits.OnesCount64(c.digit) >= 15 { // eight numbers starting here: all but the last have two digits here
+		pAl, nAl := p.lower|p.upper|p.digit, n.lower|n.upper|n.digit
+		d := after(c.digit, n.digit, 1) &^ before(al, pAl, 1) & c.digit // a number's first two digits
+		numbers = d&^after(al, nAl, 2) | d&after(c.digit, n.digit, 2)&^after(al, nAl, 3)
+	}
+	m.spelled.markSpelled(base, iso, numbers)
 }
 
 // b64Runs sets fB64Run and fLongRun for the runs of base64 bytes that

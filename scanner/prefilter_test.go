@@ -58,6 +58,11 @@ func checkFeatureScan(t *testing.T, text string) {
 		if !slices.Equal(m.words58, wantWords) {
 			t.Fatalf("%s %q: base58 words %v, want %v", name, text, m.words58, wantWords)
 		}
+		var sp featureMarks
+		spelledBytes(text, &sp)
+		if m.spelled != sp.spelled || m.numbers != sp.numbers {
+			t.Fatalf("%s %q: spelled and number spans %v %v, want %v %v", name, text, m.spelled, m.numbers, sp.spelled, sp.numbers)
+		}
 	}
 	if wf&fB64Run == 0 && len(encodedRuns(text)) > 0 {
 		t.Fatalf("%q: encoded runs without fB64Run", text)
@@ -374,6 +379,8 @@ func featureScanRef(s string) (f uint32, phrases [][2]int) {
 		}
 		n = 0
 	}
-	f |= spelledBytes(s)
+	var sp featureMarks
+	spelledBytes(s, &sp)
+	f |= sp.f
 	return f, phrases
 }

@@ -161,6 +161,14 @@ func charCode(s string) (c byte, n int) {
 	return byte(v), n
 }
 
+// around is s from a run's reach before span (the blocks the feature pass
+// marked) to its reach after: a run that has a marked block in it lies
+// there, with its context.
+func around(s string, span [2]int) string {
+	const reach = minSpelled*(3+maxSpelledSep) + spelledContext
+	return s[max(0, span[0]-reach):min(len(s), span[1]+reach)]
+}
+
 func alnumByte(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
