@@ -61,6 +61,16 @@ func scanBody(t *testing.T, s *Scanner, body []byte) *Result {
 	return res
 }
 
+// scanTyped scans body as a POST of the content type ct.
+func scanTyped(t *testing.T, s *Scanner, ct, body string) *Result {
+	t.Helper()
+	res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {ct}}, Body: strings.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // A body read to its end goes back to the pool, and what was read is the
 // body, whatever scans come after.
 func TestPooledBodyReadToItsEnd(t *testing.T) {

@@ -1,8 +1,6 @@
 package scanner
 
 import (
-	"context"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -46,14 +44,7 @@ func TestJSONPiecesHideNoToken(t *testing.T) {
 		}
 		return `{"model":"m","x":["` + strings.Join(p, `","`) + `"]}`
 	}
-	scan := func(body string) *Result {
-		t.Helper()
-		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"application/json"}}, Body: strings.NewReader(body)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	scan := func(body string) *Result { t.Helper(); return scanTyped(t, s, "application/json", body) }
 	for _, n := range []int{1, 2, 4, 8} {
 		res := scan(pieces(n))
 		found := false

@@ -43,11 +43,7 @@ func spelledRuns(s string) (string, bool) {
 			i = max(i, end-1)
 			continue
 		}
-		if strings.IndexFunc(run, func(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }) >= 0 {
-			b.WriteString(s[max(0, i-spelledContext):i])
-			b.WriteString(run)
-			b.WriteByte('\n')
-		}
+		keepRun(&b, s, i, run)
 		i = end - 1
 	}
 	return b.String(), b.Len() > 0
@@ -55,6 +51,16 @@ func spelledRuns(s string) (string, bool) {
 
 // spelledContext is how many bytes before a spelled run its layer keeps.
 const spelledContext = 64
+
+// keepRun writes to b the run read at s[i], after the spelledContext bytes
+// before it, when it holds a letter.
+func keepRun(b *strings.Builder, s string, i int, run string) {
+	if strings.IndexFunc(run, func(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }) >= 0 {
+		b.WriteString(s[max(0, i-spelledContext):i])
+		b.WriteString(run)
+		b.WriteByte('\n')
+	}
+}
 
 // spelledRun reads a spelled run that starts at s[i]: its separator is
 // what stands between s[i] and the next letter or digit. It returns the
@@ -102,11 +108,7 @@ func charCodeRuns(s string) (string, bool) {
 			i = max(i, end-1) // as in spelledRuns
 			continue
 		}
-		if strings.IndexFunc(run, func(r rune) bool { return r|0x20 >= 'a' && r|0x20 <= 'z' }) >= 0 {
-			b.WriteString(s[max(0, i-spelledContext):i])
-			b.WriteString(run)
-			b.WriteByte('\n')
-		}
+		keepRun(&b, s, i, run)
 		i = end - 1
 	}
 	return b.String(), b.Len() > 0

@@ -1,9 +1,7 @@
 package scanner
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -79,14 +77,7 @@ func TestSpelledHideNoToken(t *testing.T) {
 		}
 		fmt.Fprint(&codes, c)
 	}
-	scan := func(body string) *Result {
-		t.Helper()
-		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"text/plain"}}, Body: strings.NewReader(body)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	scan := func(body string) *Result { t.Helper(); return scanTyped(t, s, "text/plain", body) }
 	for name, c := range map[string]struct{ text, enc string }{
 		"spaces":              {strings.Join(chars, " "), encSpelled},
 		"dashes":              {strings.Join(chars, "-"), encSpelled},

@@ -140,12 +140,7 @@ func TestUnicodeHidesNoToken(t *testing.T) {
 	}
 	scan := func(text string) *Result {
 		t.Helper()
-		body := `{"messages":[{"role":"user","content":"here it is: ` + text + ` thanks"}]}`
-		res, err := s.Scan(context.Background(), &Request{Header: http.Header{"Content-Type": {"application/json"}}, Body: strings.NewReader(body)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
+		return scanTyped(t, s, "application/json", `{"messages":[{"role":"user","content":"here it is: `+text+` thanks"}]}`)
 	}
 	for name, text := range map[string]string{
 		"zero-width space": split("\u200b"), "zero-width joiner": split("\u200d"), "word joiner": split("\u2060"),
