@@ -214,7 +214,7 @@ var bmpFolds = sync.OnceValue(func() *bmpFoldTable {
 	return &t
 })
 
-// foldOf is how r folds (see foldUnicode).
+// foldOf is how r folds (see foldUnicodeLines).
 func foldOf(r rune) runeFoldEntry {
 	if !utf8.ValidRune(r) {
 		return runeFoldEntry{}
