@@ -23,6 +23,7 @@ const (
 	encBase32    = "base32"
 	encHex       = "hex"
 	encPercent   = "percent"
+	encReversed  = "reversed"
 )
 
 // run is an encoded stretch of text.
@@ -32,7 +33,55 @@ type run struct {
 	decoded    string
 }
 
-// encodedRuns finds base64, base64url and hex runs in s that decode to text.
+// reversedPrefixes are providers' token prefixes written backwards: a
+// token reversed ("…_phg") ends with one, and its receiver reverses it back.
+var reversedPrefixes = func() []string {
+	var out []string
+	for _, k := range keyShapes {
+		for _, m := range k.marks {
+			out = append(out, reversed(m))
+		}
+	}
+	for _, m := range []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_"} {
+		out = append(out, reversed(m))
+	}
+	return out
+}()
+
+// reversedPrefixEnds has the last bytes of reversedPrefixes (their
+// prefixes' first): most runs end with none, and are passed at one look.
+var reversedPrefixEnds = func() (t [256]bool) {
+	for _, p := range reversedPrefixes {
+		t[p[len(p)-1]] = true
+	}
+	return t
+}()
+
+// endsReversedPrefix reports a run of base64url bytes that ends with a
+// reversed token prefix.
+func endsReversedPrefix(r string) bool {
+	if !reversedPrefixEnds[r[len(r)-1]] {
+		return false
+	}
+	for _, p := range reversedPrefixes {
+		if strings.HasSuffix(r, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// reversed is s backwards, byte by byte (tokens are ASCII).
+func reversed(s string) string {
+	b := make([]byte, len(s))
+	for i := range len(s) {
+		b[len(s)-1-i] = s[i]
+	}
+	return string(b)
+}
+
+// encodedRuns finds base64, base64url and hex runs in s that decode to
+// text, and runs that are a token written backwards.
 func encodedRuns(s string) []run {
 	var out []run
 	for i := 0; i < len(s); {
@@ -65,6 +114,9 @@ func encodedRuns(s string) []run {
 			if r, ok := decodeRun(s[i:k]); ok {
 				r.start, r.end = i, k
 				out = append(out, r)
+			}
+			if endsReversedPrefix(s[i:j]) {
+				out = append(out, run{start: i, end: j, enc: encReversed, decoded: reversed(s[i:j])})
 			}
 		}
 		i = k

@@ -110,3 +110,30 @@ func TestSpelledHideNoToken(t *testing.T) {
 		}
 	}
 }
+
+// A token written backwards is found by its provider's prefix at the end
+// of the run; a lockfile's hashes and ordinary words make no layer.
+func TestReversedToken(t *testing.T) {
+	s := testScanner(t)
+	for _, kind := range []string{"github-pat", "aws-access-token", "gitlab-pat", "slack-bot-token", "openai-api-key"} {
+		tok := MustFake(t, kind)
+		res := scanTyped(t, s, "text/plain", "here it is: "+reversed(tok)+" thanks")
+		found := false
+		for _, f := range res.Findings {
+			found = found || string(f.secret) == tok && f.Decoding == encReversed
+		}
+		if res.Verdict != Block || !found {
+			t.Errorf("%s reversed: verdict %v, want block with the token decoded as %q:%s", kind, res.Verdict, encReversed, dump(res.Findings))
+		}
+	}
+	for _, text := range []string{
+		"integrity: sha512-q1A7GmZk2LhP9dXyV3bNw0cTfRsJ8uYeKoI4xWzH6vQ5mE2nB/rC+aDgFjUtLpSiO7ZkMhN1yXwQvPb3cR8eA==",
+		"the package-manager-tasks and some-other-long-words",
+	} {
+		for _, r := range encodedRuns(text) {
+			if r.enc == encReversed {
+				t.Errorf("%q: a reversed layer %q", text, r.decoded)
+			}
+		}
+	}
+}
