@@ -24,6 +24,7 @@ const (
 	encHex       = "hex"
 	encPercent   = "percent"
 	encReversed  = "reversed"
+	encROT13     = "rot13"
 )
 
 // run is an encoded stretch of text.
@@ -33,42 +34,81 @@ type run struct {
 	decoded    string
 }
 
-// reversedPrefixes are providers' token prefixes written backwards: a
-// token reversed ("…_phg") ends with one, and its receiver reverses it back.
-var reversedPrefixes = func() []string {
-	var out []string
+// tokenPrefixes are providers' token prefixes: a token written backwards
+// ("…_phg") ends with one reversed, one in ROT13 ("tuc_…") starts with one
+// so turned, and its receiver turns it back with a line of code.
+var tokenPrefixes = func() []string {
+	out := []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_"}
 	for _, k := range keyShapes {
-		for _, m := range k.marks {
-			out = append(out, reversed(m))
-		}
-	}
-	for _, m := range []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_"} {
-		out = append(out, reversed(m))
+		out = append(out, k.marks...)
 	}
 	return out
 }()
 
-// reversedPrefixEnds has the last bytes of reversedPrefixes (their
-// prefixes' first): most runs end with none, and are passed at one look.
-var reversedPrefixEnds = func() (t [256]bool) {
-	for _, p := range reversedPrefixes {
-		t[p[len(p)-1]] = true
-	}
-	return t
-}()
+// prefixSet is a set of prefixes (or suffixes) with the bytes they start
+// (end) with: most runs have none there, and are passed at one look.
+type prefixSet struct {
+	words []string
+	edge  [256]bool
+}
 
-// endsReversedPrefix reports a run of base64url bytes that ends with a
-// reversed token prefix.
-func endsReversedPrefix(r string) bool {
-	if !reversedPrefixEnds[r[len(r)-1]] {
+func newPrefixSet(words []string, edge func(string) byte) *prefixSet {
+	p := &prefixSet{words: words}
+	for _, w := range words {
+		p.edge[edge(w)] = true
+	}
+	return p
+}
+
+func (p *prefixSet) startsOne(r string) bool {
+	if !p.edge[r[0]] {
 		return false
 	}
-	for _, p := range reversedPrefixes {
-		if strings.HasSuffix(r, p) {
+	for _, w := range p.words {
+		if strings.HasPrefix(r, w) {
 			return true
 		}
 	}
 	return false
+}
+
+func (p *prefixSet) endsOne(r string) bool {
+	if !p.edge[r[len(r)-1]] {
+		return false
+	}
+	for _, w := range p.words {
+		if strings.HasSuffix(r, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	reversedPrefixes = newPrefixSet(mapWords(tokenPrefixes, reversed), func(w string) byte { return w[len(w)-1] })
+	rot13Prefixes    = newPrefixSet(mapWords(tokenPrefixes, rot13), func(w string) byte { return w[0] })
+)
+
+func mapWords(words []string, f func(string) string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = f(w)
+	}
+	return out
+}
+
+// rot13 is s with its ASCII letters turned 13 places.
+func rot13(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z':
+			b[i] = 'a' + (c-'a'+13)%26
+		case c >= 'A' && c <= 'Z':
+			b[i] = 'A' + (c-'A'+13)%26
+		}
+	}
+	return string(b)
 }
 
 // reversed is s backwards, byte by byte (tokens are ASCII).
@@ -81,7 +121,7 @@ func reversed(s string) string {
 }
 
 // encodedRuns finds base64, base64url and hex runs in s that decode to
-// text, and runs that are a token written backwards.
+// text, and runs that are a token written backwards or in ROT13.
 func encodedRuns(s string) []run {
 	var out []run
 	for i := 0; i < len(s); {
@@ -115,8 +155,11 @@ func encodedRuns(s string) []run {
 				r.start, r.end = i, k
 				out = append(out, r)
 			}
-			if endsReversedPrefix(s[i:j]) {
+			if reversedPrefixes.endsOne(s[i:j]) {
 				out = append(out, run{start: i, end: j, enc: encReversed, decoded: reversed(s[i:j])})
+			}
+			if rot13Prefixes.startsOne(s[i:j]) {
+				out = append(out, run{start: i, end: j, enc: encROT13, decoded: rot13(s[i:j])})
 			}
 		}
 		i = k

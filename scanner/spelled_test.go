@@ -111,19 +111,21 @@ func TestSpelledHideNoToken(t *testing.T) {
 	}
 }
 
-// A token written backwards is found by its provider's prefix at the end
-// of the run; a lockfile's hashes and ordinary words make no layer.
-func TestReversedToken(t *testing.T) {
+// A token written backwards or in ROT13 is found by its provider's prefix
+// so turned; a lockfile's hashes and ordinary words make no layer.
+func TestTurnedToken(t *testing.T) {
 	s := testScanner(t)
 	for _, kind := range []string{"github-pat", "aws-access-token", "gitlab-pat", "slack-bot-token", "openai-api-key"} {
 		tok := MustFake(t, kind)
-		res := scanTyped(t, s, "text/plain", "here it is: "+reversed(tok)+" thanks")
-		found := false
-		for _, f := range res.Findings {
-			found = found || string(f.secret) == tok && f.Decoding == encReversed
-		}
-		if res.Verdict != Block || !found {
-			t.Errorf("%s reversed: verdict %v, want block with the token decoded as %q:%s", kind, res.Verdict, encReversed, dump(res.Findings))
+		for enc, turn := range map[string]func(string) string{encReversed: reversed, encROT13: rot13} {
+			res := scanTyped(t, s, "text/plain", "here it is: "+turn(tok)+" thanks")
+			found := false
+			for _, f := range res.Findings {
+				found = found || string(f.secret) == tok && f.Decoding == enc
+			}
+			if res.Verdict != Block || !found {
+				t.Errorf("%s in %s: verdict %v, want block with the token decoded as %q:%s", kind, enc, res.Verdict, enc, dump(res.Findings))
+			}
 		}
 	}
 	for _, text := range []string{
@@ -131,8 +133,8 @@ func TestReversedToken(t *testing.T) {
 		"the package-manager-tasks and some-other-long-words",
 	} {
 		for _, r := range encodedRuns(text) {
-			if r.enc == encReversed {
-				t.Errorf("%q: a reversed layer %q", text, r.decoded)
+			if r.enc == encReversed || r.enc == encROT13 {
+				t.Errorf("%q: a %s layer %q", text, r.enc, r.decoded)
 			}
 		}
 	}
