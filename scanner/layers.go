@@ -38,7 +38,7 @@ type run struct {
 // ("…_phg") ends with one reversed, one in ROT13 ("tuc_…") starts with one
 // so turned, and its receiver turns it back with a line of code.
 var tokenPrefixes = func() []string {
-	out := []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_"}
+	out := []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_", "sk_live_", "rk_live_", "sk_test_"}
 	for _, k := range keyShapes {
 		out = append(out, k.marks...)
 	}
@@ -493,8 +493,8 @@ func redactText(s string, secrets []string, depth int) string {
 		last := 0
 		for _, r := range runs {
 			d := redactText(r.decoded, secrets, depth-1)
-			if d == r.decoded {
-				continue
+			if d == r.decoded || r.start < last {
+				continue // unchanged, or the same run read another way, redacted already
 			}
 			b.WriteString(s[last:r.start])
 			b.WriteString(reencode(r.enc, s[r.start:r.end], d))
@@ -526,6 +526,10 @@ func redactText(s string, secrets []string, depth int) string {
 // reencode encodes text as orig was encoded (padding kept as it was).
 func reencode(enc, orig, text string) string {
 	switch enc {
+	case encReversed:
+		return reversed(text)
+	case encROT13:
+		return rot13(text)
 	case encHex:
 		h := hex.EncodeToString([]byte(text))
 		if strings.ToUpper(orig) == orig {

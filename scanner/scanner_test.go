@@ -284,6 +284,10 @@ func TestRedact(t *testing.T) {
 				}
 			}},
 		{name: "url and header", url: "https://api.example.test/v1/x?q=" + tok, header: http.Header{"X-Note": {tok}}},
+		{name: "reversed", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + reversed(tok) + " y",
+			check: turnedBack(reversed(tok))},
+		{name: "rot13", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + rot13(tok) + " y",
+			check: turnedBack(rot13(tok))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := "https://api.example.test/v1/x"
@@ -318,6 +322,16 @@ func TestRedact(t *testing.T) {
 				tc.check(t, out)
 			}
 		})
+	}
+}
+
+// turnedBack checks that a token written backwards or in ROT13 is masked
+// in place.
+func turnedBack(turned string) func(*testing.T, []byte) {
+	return func(t *testing.T, b []byte) {
+		if strings.Contains(string(b), turned) || !strings.Contains(string(b), "****") {
+			t.Errorf("body after redaction: the turned token is there, or no mask: %d bytes", len(b))
+		}
 	}
 }
 
