@@ -29,19 +29,20 @@ const encUnicode = "unicode"
 //   - letters and digits that NFKC makes ASCII (fullwidth, mathematical
 //     bold and italic, circled, superscript, ligatures), and punctuation
 //     so made next to a letter or digit;
-//   - the Cyrillic and Greek letters that look like Latin ones next to a
-//     letter or digit, and Latin letters with accents in a word that holds
-//     an ASCII digit: a token's word, not prose in Russian or French (the
-//     other two-byte runes NFKC folds, ſ, ĳ and modifier letters, in a line
-//     that holds one).
+//   - letters that look like Latin ones (latinLookalike: Cyrillic, Greek,
+//     Armenian, Cherokee, IPA, small capitals) next to a letter or digit,
+//     and Latin letters with accents in a word that holds an ASCII digit:
+//     a token's word, not prose in Russian or French (the other two-byte
+//     runes NFKC folds, ſ, ĳ and modifier letters, in a line that holds
+//     one).
 //
 // It gives the lines that change, one per line, as decodeLines gives its
 // layers: a long text with one emoji joined by a ZWJ is not read twice
-// whole. Without lookalikes the Cyrillic and Greek letters are not read
-// (features found no letter beside a byte from 0x80: prose in those
-// scripts); the two-byte runes that NFKC folds are read in a line with an
-// ASCII digit (a token's line, not prose in French). Either way such prose
-// costs a table lookup a byte.
+// whole. Without lookalikes those letters are not read (features found
+// no letter beside a byte from 0x80: prose in those scripts); the
+// two-byte runes that NFKC folds are read in a line with an ASCII digit
+// (a token's line, not prose in French). Either way such prose costs a
+// table lookup a byte.
 func foldUnicodeLines(s string, lookalikes bool) (string, bool) {
 	var which int
 	if lookalikes {
@@ -313,8 +314,9 @@ func allMarks(d []byte) bool {
 	return true
 }
 
-// latinLookalike is the Cyrillic and Greek letters that look like a Latin
-// one in most fonts, as that letter.
+// latinLookalike is the letters of other scripts (Cyrillic, Greek,
+// Armenian, Cherokee) and Latin's own odd ones (IPA, small capitals) that
+// look like a Latin letter in most fonts, as that letter.
 var latinLookalike = map[rune]byte{
 	// Cyrillic
 	'а': 'a', 'с': 'c', 'ԁ': 'd', 'е': 'e', 'һ': 'h', 'і': 'i', 'ј': 'j', 'ӏ': 'l', 'о': 'o',
@@ -325,6 +327,16 @@ var latinLookalike = map[rune]byte{
 	'α': 'a', 'ι': 'i', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'υ': 'u', 'γ': 'y',
 	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N',
 	'Ο': 'O', 'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+	// Latin's own: IPA letters, dotless i and j, small capitals
+	'ɑ': 'a', 'ɡ': 'g', 'ı': 'i', 'ȷ': 'j', 'ɩ': 'i',
+	'ᴀ': 'A', 'ʙ': 'B', 'ᴄ': 'C', 'ᴅ': 'D', 'ᴇ': 'E', 'ɢ': 'G', 'ʜ': 'H', 'ɪ': 'I', 'ᴊ': 'J', 'ᴋ': 'K',
+	'ʟ': 'L', 'ᴍ': 'M', 'ɴ': 'N', 'ᴏ': 'O', 'ᴘ': 'P', 'ʀ': 'R', 'ꜱ': 'S', 'ᴛ': 'T', 'ᴜ': 'U', 'ᴠ': 'V',
+	'ᴡ': 'W', 'ʏ': 'Y', 'ᴢ': 'Z',
+	// Armenian
+	'օ': 'o', 'ս': 'u', 'հ': 'h', 'ո': 'n', 'ց': 'g', 'զ': 'q',
+	// Cherokee
+	'Ꭺ': 'A', 'Ᏼ': 'B', 'Ꮯ': 'C', 'Ꭼ': 'E', 'Ꮋ': 'H', 'Ꭻ': 'J', 'Ꮶ': 'K', 'Ꮇ': 'M', 'Ꮲ': 'P', 'Ꮪ': 'S',
+	'Ꭲ': 'T', 'Ꮃ': 'W', 'Ꮓ': 'Z',
 }
 
 // nfkcASCIILead is the first bytes of the UTF-8 of every rune whose NFKC
@@ -373,7 +385,7 @@ var foldLead = func() (t [256]uint8) {
 }()
 
 // foldLeads is foldLead for a text (a line) as foldUnicode has it: with
-// the Cyrillic and Greek letters when features found a letter beside a
+// the lookalike letters when features found a letter beside a
 // byte from 0x80 (leadLookalikes), and with the two-byte runes NFKC folds
 // (Latin letters with accents, ſ, ĳ, modifier letters) when the line holds
 // an ASCII digit (leadLatinNFKC). Prose in Russian, or in French without

@@ -158,9 +158,10 @@ func TestUnicodeHidesNoToken(t *testing.T) {
 			}
 			return r
 		}),
-		"combining marks":     strings.Join(strings.Split(tok, ""), "\u0301"),
-		"Cyrillic lookalikes": strings.NewReplacer("a", "а", "c", "с", "e", "е", "o", "о", "p", "р", "x", "х").Replace(tok),
-		"accents":             strings.NewReplacer("h", "ĥ", "a", "á", "e", "è", "o", "ö", "u", "ü", "n", "ñ").Replace(tok), // ĥ: the prefix always changes
+		"combining marks":                       strings.Join(strings.Split(tok, ""), "\u0301"),
+		"Cyrillic lookalikes":                   strings.NewReplacer("a", "а", "c", "с", "e", "е", "o", "о", "p", "р", "x", "х").Replace(tok),
+		"IPA, Armenian and Cherokee lookalikes": strings.NewReplacer("g", "ɡ", "o", "օ", "u", "ս", "A", "Ꭺ", "T", "Ꭲ").Replace(tok),
+		"accents":                               strings.NewReplacer("h", "ĥ", "a", "á", "e", "è", "o", "ö", "u", "ü", "n", "ñ").Replace(tok), // ĥ: the prefix always changes
 	} {
 		res := scan(text)
 		found := false
@@ -171,7 +172,7 @@ func TestUnicodeHidesNoToken(t *testing.T) {
 			t.Errorf("%s: verdict %v, want block with the token decoded as %q:%s", name, res.Verdict, encUnicode, dump(res.Findings))
 		}
 	}
-	if res := scan("会議は明日の午後です 👩\u200d💻 see you ❤️ Привет, мир café ｐｌｅａｓｅ"); res.Verdict != Pass {
+	if res := scan("会議は明日の午後です 👩\u200d💻 see you ❤️ Привет, мир café ｐｌｅａｓｅ Բարեւ աշխարհ ᏣᎳᎩ ɑɡ"); res.Verdict != Pass {
 		t.Errorf("text in other scripts and emoji: verdict %v:%s", res.Verdict, dump(res.Findings))
 	}
 }
