@@ -610,3 +610,22 @@ func TestMixedAtRandom(t *testing.T) {
 		}
 	}
 }
+
+// A request's own Authorization header is not an env-secret: the line
+// detector reads bodies, where an Authorization line is a dump's.
+func TestAuthorizationHeaderIsNoEnvSecret(t *testing.T) {
+	s := testScanner(t)
+	tok := "Q9" + randomString(base62, 30)
+	res, err := s.Scan(context.Background(), &Request{Host: "api.example.test", Header: http.Header{"Authorization": {"Bearer " + tok}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Findings {
+		if f.Rule == RuleEnvSecret {
+			t.Errorf("the request's own Authorization header: %s", dump(res.Findings))
+		}
+	}
+	if body := scanTyped(t, s, "text/plain", "Authorization: Bearer "+tok+"\n"); body.Verdict != Block {
+		t.Errorf("the same line in a body: verdict %v, want block", body.Verdict)
+	}
+}

@@ -110,7 +110,7 @@ func tokenPiece(v string) bool {
 		return false
 	}
 	for i := 0; i < len(v); i++ {
-		if c := v[i]; !alnumByte(c) && c != '_' && c != '-' {
+		if c := v[i]; !isAlnum(c) && c != '_' && c != '-' {
 			return false
 		}
 	}

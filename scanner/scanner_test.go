@@ -325,6 +325,24 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// One run that reads as a token in ROT13 one way and as another token
+// backwards the other is redacted once, never sliced twice: the reading
+// left over is still found by the check, and the request is blocked.
+func TestRedactOverlappingRuns(t *testing.T) {
+	s := testScanner(t)
+	s.Policy.Actions = map[string]Action{"github-pat": Redact}
+	a, b := MustFake(t, "github-pat"), MustFake(t, "github-pat")
+	body := "x " + rot13(a) + "-" + reversed(b) + " y"
+	res, err := s.Scan(context.Background(), &Request{URL: mustURL(t, "https://api.example.test/v1/x"),
+		Header: http.Header{"Content-Type": {"text/plain"}}, Body: strings.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Block {
+		t.Fatalf("verdict %v, want block:%s", res.Verdict, dump(res.Findings))
+	}
+}
+
 // turnedBack checks that a token written backwards or in ROT13 is masked
 // in place.
 func turnedBack(turned string) func(*testing.T, []byte) {

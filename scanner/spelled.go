@@ -33,7 +33,7 @@ const maxSpelledSep = 4
 func spelledRuns(s string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if !alnumByte(s[i]) || i > 0 && alnumByte(s[i-1]) || i+1 >= len(s) || alnumByte(s[i+1]) {
+		if !isAlnum(s[i]) || i > 0 && isAlnum(s[i-1]) || i+1 >= len(s) || isAlnum(s[i+1]) {
 			continue
 		}
 		run, end, ok := spelledRun(s, i)
@@ -69,7 +69,7 @@ func keepRun(b *strings.Builder, s string, i int, run string) {
 // start a run of its own).
 func spelledRun(s string, i int) (string, int, bool) {
 	k := 1
-	for i+1+k < len(s) && !alnumByte(s[i+1+k]) {
+	for i+1+k < len(s) && !isAlnum(s[i+1+k]) {
 		if k++; k > maxSpelledSep {
 			return "", 0, false
 		}
@@ -79,7 +79,7 @@ func spelledRun(s string, i int) (string, int, bool) {
 	for j < len(s) && visibleByte(s[j]) && strings.HasPrefix(s[j+1:], sep) {
 		n, j = n+1, j+1+k
 	}
-	if j < len(s) && visibleByte(s[j]) && (j+1 == len(s) || !alnumByte(s[j+1])) {
+	if j < len(s) && visibleByte(s[j]) && (j+1 == len(s) || !isAlnum(s[j+1])) {
 		n, j = n+1, j+1 // the last character, with no separator after it
 	}
 	if n < minSpelled {
@@ -100,7 +100,7 @@ func spelledRun(s string, i int) (string, int, bool) {
 func charCodeRuns(s string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] < '1' || s[i] > '9' || i > 0 && alnumByte(s[i-1]) {
+		if s[i] < '1' || s[i] > '9' || i > 0 && isAlnum(s[i-1]) {
 			continue
 		}
 		run, end, ok := charCodeRun(s, i)
@@ -130,7 +130,7 @@ func charCodeRun(s string, i int) (string, int, bool) {
 		j += n
 		if sep == "" {
 			k := 0
-			for j+k < len(s) && k <= maxSpelledSep && !alnumByte(s[j+k]) {
+			for j+k < len(s) && k <= maxSpelledSep && !isAlnum(s[j+k]) {
 				k++
 			}
 			if k == 0 || k > maxSpelledSep {
@@ -157,7 +157,7 @@ func charCode(s string) (c byte, n int) {
 	for n < len(s) && n < 4 && s[n] >= '0' && s[n] <= '9' {
 		v, n = v*10+int(s[n]-'0'), n+1
 	}
-	if n < 2 || n > 3 || v < 32 || v > 126 || n < len(s) && alnumByte(s[n]) {
+	if n < 2 || n > 3 || v < 32 || v > 126 || n < len(s) && isAlnum(s[n]) {
 		return 0, 0
 	}
 	return byte(v), n
@@ -169,10 +169,6 @@ func charCode(s string) (c byte, n int) {
 func around(s string, span [2]int) string {
 	const reach = minSpelled*(3+maxSpelledSep) + spelledContext
 	return s[max(0, span[0]-reach):min(len(s), span[1]+reach)]
-}
-
-func alnumByte(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func visibleByte(c byte) bool { return c > ' ' && c < 0x7F }

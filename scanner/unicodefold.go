@@ -286,7 +286,7 @@ var asciiByte = func() string {
 // tokens are mostly made.
 var tokenBytes = func() (t [256]bool) {
 	for c := range utf8.RuneSelf {
-		t[c] = c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+		t[c] = isWordByte(byte(c))
 	}
 	return t
 }()
