@@ -4,6 +4,8 @@ import (
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"unicode/utf8"
@@ -32,6 +34,7 @@ type run struct {
 	start, end int
 	enc        string
 	decoded    string
+	packed     string // decoded holds data compressed in this format (packed.go), not text
 }
 
 // tokenPrefixes are providers' token prefixes: a token written backwards
@@ -151,6 +154,16 @@ func encodedRuns(s string) []run {
 			k++
 		}
 		if j-i >= minBase64Run {
+			if k == j {
+				if end, joined, ok := wrappedRun(s, i, j); ok {
+					if r, ok := decodeRun(joined); ok {
+						r.start, r.end = i, end
+						out = append(out, r)
+						i = end
+						continue
+					}
+				}
+			}
 			if r, ok := decodeRun(s[i:k]); ok {
 				r.start, r.end = i, k
 				out = append(out, r)
@@ -168,6 +181,95 @@ func encodedRuns(s string) []run {
 		}
 	}
 	return out
+}
+
+// wrappedRun joins a base64 or hex run that ends its line, s[i:j], with
+// the lines after it that go on with it. Encoders wrap at a fixed width
+// (76 for base64(1) and MIME, 64 for PEM and openssl, 60 for xxd -p): each
+// line but the last is as long as the first, and a token cut at a line's
+// end is whole only in the joined run. It reports the end of the last
+// line's run (its padding included) and the joined text; ok is false when
+// no line goes on with s[i:j]. A line may be indented (a YAML block).
+func wrappedRun(s string, i, j int) (end int, joined string, ok bool) {
+	w := j - i
+	if w%4 != 0 {
+		return 0, "", false
+	}
+	var b []byte
+	for {
+		// s[:j] ends a full line's run: a line break must follow.
+		p := j
+		if p < len(s) && s[p] == '\r' {
+			p++
+		}
+		if p >= len(s) || s[p] != '\n' {
+			break
+		}
+		p++
+		for indent := p + 16; p < len(s) && p < indent && (s[p] == ' ' || s[p] == '\t'); p++ {
+		}
+		q := p
+		for q < len(s) && q-p <= w && isB64(s[q]) {
+			q++
+		}
+		if q == p || q-p > w {
+			break
+		}
+		pad := q
+		for pad < len(s) && pad-q < 2 && s[pad] == '=' {
+			pad++
+		}
+		if b == nil {
+			b = append(make([]byte, 0, 4*w), s[i:j]...)
+		}
+		b = append(b, s[p:pad]...)
+		end = pad
+		if q-p < w || pad > q {
+			break // a short or padded line is the last
+		}
+		j = q
+	}
+	if b == nil {
+		return 0, "", false
+	}
+	return end, ownString(b), true
+}
+
+// relayout puts enc, an encoding as long as what orig encodes, in orig's
+// layout: its line breaks and indentation where orig had them (a wrapped
+// run, redacted, keeps its lines).
+func relayout(orig, enc string) string {
+	if !strings.ContainsAny(orig, "\r\n") {
+		return enc
+	}
+	b := make([]byte, 0, len(orig))
+	k := 0
+	for i := 0; i < len(orig); i++ {
+		switch c := orig[i]; c {
+		case '\r', '\n', ' ', '\t':
+			b = append(b, c)
+		default:
+			if k == len(enc) {
+				return enc
+			}
+			b = append(b, enc[k])
+			k++
+		}
+	}
+	if k != len(enc) {
+		return enc
+	}
+	return string(b)
+}
+
+// withoutLayout is s without its line breaks and indentation.
+func withoutLayout(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' || r == ' ' || r == '\t' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func isB64(c byte) bool { return b64Chars[c] }
@@ -192,8 +294,13 @@ func isHexStr(s string) bool {
 
 func decodeRun(t string) (run, bool) {
 	if len(t) >= minHexRun && len(t)%2 == 0 && isHexStr(t) {
-		if b, err := hex.DecodeString(t); err == nil && textual(b) {
+		b, err := hex.DecodeString(t)
+		switch {
+		case err != nil:
+		case textual(b):
 			return run{enc: encHex, decoded: ownString(b)}, true
+		case packedFormat(b) != "":
+			return run{enc: encHex, decoded: ownString(b), packed: packedFormat(b)}, true
 		}
 		return run{}, false
 	}
@@ -229,7 +336,13 @@ func decodeRun(t string) (run, bool) {
 		buf = stack[:n]
 	}
 	n, err := e.Decode(buf, unsafe.Slice(unsafe.StringData(t), len(t)))
-	if err != nil || n < 8 || !textual(buf[:n]) {
+	if err != nil || n < 8 {
+		return run{}, false
+	}
+	if !textual(buf[:n]) {
+		if f := packedFormat(buf[:n]); f != "" {
+			return run{enc: enc, decoded: string(buf[:n]), packed: f}, true
+		}
 		return run{}, false
 	}
 	return run{enc: enc, decoded: string(buf[:n])}, true
@@ -340,10 +453,13 @@ func percentEncode(s string) string {
 }
 
 // peel adds, for every segment, the text its encoded layers decode to, down
-// to the scanner's depth.
-func (s *Scanner) peel(segs []*segment) []*segment {
+// to the scanner's depth. Compressed data in an encoded run is inflated
+// within what sh has left of the scan's budget (sh nil: the scanner's body
+// limit); past it, the run is reported as a decompression-limit finding.
+func (s *Scanner) peel(segs []*segment, sh *inspectShared) ([]*segment, []Finding) {
 	depth := s.depth()
 	out := segs
+	var over []Finding
 	for i := 0; i < len(out); i++ {
 		g := out[i]
 		if g.depth >= depth {
@@ -357,6 +473,18 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 		// long enough run of base64 bytes there is nothing to decode.
 		if g.features().f&fB64Run != 0 {
 			for _, r := range encodedRuns(g.text) {
+				if r.packed != "" {
+					enc := r.enc + " > " + r.packed
+					switch text, err := s.unpack(r, sh); {
+					case errors.Is(err, errInflateLimit):
+						over = append(over, Finding{Kind: KindOversize, Rule: RuleDecompressed, Where: g.where,
+							Decoding: child(enc, "").decoding(),
+							Snippet:  fmt.Sprintf("%s data in %s decompresses to more than the %d bytes a scan may inflate", r.packed, r.enc, s.maxBody())})
+					case err == nil:
+						out = append(out, child(enc, text))
+					}
+					continue
+				}
 				c := child(r.enc, r.decoded)
 				c.basic = r.enc == encBase64 && isBasicValue(g, r)
 				out = append(out, c)
@@ -412,7 +540,29 @@ func (s *Scanner) peel(segs []*segment) []*segment {
 			}
 		}
 	}
-	return out
+	return out, over
+}
+
+// unpack inflates r's compressed data within what is left of the scan's
+// budget, and takes what it inflated from it. The budget is read and taken
+// apart, so that groups inspected at once may together go past it by what
+// one of them inflates, at most the limit again.
+func (s *Scanner) unpack(r run, sh *inspectShared) (string, error) {
+	left := s.maxBody()
+	if sh != nil {
+		left -= sh.inflated.Load()
+	}
+	if left <= 0 {
+		return "", errInflateLimit
+	}
+	b, err := inflate(r.packed, unsafe.Slice(unsafe.StringData(r.decoded), len(r.decoded)), left)
+	if err != nil {
+		return "", err
+	}
+	if sh != nil {
+		sh.inflated.Add(int64(len(b)))
+	}
+	return ownString(b), nil
 }
 
 // linesHolding yields the lines of text that hold the byte a or b, in
@@ -492,12 +642,16 @@ func redactText(s string, secrets []string, depth int) string {
 		var b strings.Builder
 		last := 0
 		for _, r := range runs {
+			if r.packed != "" {
+				continue // not compressed again: the check after redaction finds what is left, and blocks
+			}
 			d := redactText(r.decoded, secrets, depth-1)
 			if d == r.decoded || r.start < last {
 				continue // unchanged, or the same run read another way, redacted already
 			}
 			b.WriteString(s[last:r.start])
-			b.WriteString(reencode(r.enc, s[r.start:r.end], d))
+			orig := s[r.start:r.end]
+			b.WriteString(relayout(orig, reencode(r.enc, withoutLayout(orig), d)))
 			last = r.end
 		}
 		if last > 0 {

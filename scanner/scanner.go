@@ -471,6 +471,7 @@ type inspectShared struct {
 	clean                   *cleanCache  // nil: off
 	lens                    uint64       // clean.lensSum of the lengths
 	tokenLens               map[int]bool // canary and phantom lengths together
+	inflated                atomic.Int64 // bytes compressed runs inflated to (peel), against the body limit
 }
 
 // inspectGroups inspects top's groups one after the other.
@@ -499,10 +500,13 @@ func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segmen
 				continue
 			}
 		}
-		segs := s.peel([]*segment{seg})
+		segs, over := s.peel([]*segment{seg}, sh)
 		found, err := s.match(ctx, segs)
 		if err != nil {
 			return nil, err
+		}
+		if len(over) > 0 {
+			found, cacheable = append(found, over...), false
 		}
 		found = append(found, s.detect(det, segs, found)...)
 		found = s.withCanaries(segs, found, sh.canaryLens)

@@ -284,6 +284,14 @@ func TestRedact(t *testing.T) {
 				}
 			}},
 		{name: "url and header", url: "https://api.example.test/v1/x?q=" + tok, header: http.Header{"X-Note": {tok}}},
+		{name: "wrapped base64", header: http.Header{"Content-Type": {"text/plain"}}, body: wrapLines(b64, 16, "\n"),
+			check: func(t *testing.T, b []byte) {
+				lines := strings.Split(string(b), "\n")
+				d, err := base64.StdEncoding.DecodeString(strings.Join(lines, ""))
+				if len(lines) != len(strings.Split(wrapLines(b64, 16, "\n"), "\n")) || len(lines[0]) != 16 || err != nil || !strings.HasPrefix(string(d), "token=****") {
+					t.Errorf("wrapped run not re-encoded in its lines with the mask: %q (%v)", b, err)
+				}
+			}},
 		{name: "reversed", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + reversed(tok) + " y",
 			check: turnedBack(reversed(tok))},
 		{name: "rot13", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + rot13(tok) + " y",
@@ -621,7 +629,7 @@ func FuzzBodySegments(f *testing.F) {
 	f.Add([]byte("a=1&b=%41"), "application/x-www-form-urlencoded")
 	f.Add([]byte("--x\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nhi\r\n--x--\r\n"), "multipart/form-data; boundary=x")
 	f.Fuzz(func(t *testing.T, b []byte, ct string) {
-		segs := (&Scanner{}).peel(bodySegments(b, ct, nil, nil))
+		segs, _ := (&Scanner{}).peel(bodySegments(b, ct, nil, nil), nil)
 		for _, g := range segs {
 			if g.depth > DefaultDecodeDepth {
 				t.Fatalf("depth %d", g.depth)

@@ -1,0 +1,200 @@
+package scanner
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// wrapLines cuts s into lines of w bytes, as base64(1) (76), PEM (64) and
+// xxd -p (60) do.
+func wrapLines(s string, w int, eol string) string {
+	var l []string
+	for i := 0; i < len(s); i += w {
+		l = append(l, s[i:min(i+w, len(s))])
+	}
+	return strings.Join(l, eol)
+}
+
+// A token in wrapped base64 or hex is found wherever a line break cuts it:
+// each line decoded alone missed it in a quarter of the positions.
+func TestWrappedRunHidesNoToken(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	found := func(res *Result, enc string) bool {
+		for _, f := range res.Findings {
+			// base64url without '-' or '_' reads as base64, and is named so.
+			if string(f.secret) == tok && (f.Decoding == enc || enc == encBase64URL && f.Decoding == encBase64) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		name, enc string
+		width     int
+		encode    func([]byte) string
+		eol       string
+		ct        string
+		wrap      func(string) string
+	}{
+		{"base64(1)", encBase64, 76, base64.StdEncoding.EncodeToString, "\n", "text/plain", nil},
+		{"PEM width", encBase64, 64, base64.StdEncoding.EncodeToString, "\n", "text/plain", nil},
+		{"CRLF", encBase64, 76, base64.StdEncoding.EncodeToString, "\r\n", "text/plain", nil},
+		{"base64url", encBase64URL, 64, base64.RawURLEncoding.EncodeToString, "\n", "text/plain", nil},
+		{"xxd -p", encHex, 60, hex.EncodeToString, "\n", "text/plain", nil},
+		{"base32(1)", encBase32, 76, base32.StdEncoding.EncodeToString, "\n", "text/plain", nil},
+		{"in a JSON string", encBase64, 76, base64.StdEncoding.EncodeToString, "\n", "application/json",
+			func(b string) string { return `{"file":"` + strings.ReplaceAll(b, "\n", `\n`) + `"}` }},
+		{"YAML block", encBase64, 64, base64.StdEncoding.EncodeToString, "\n  ", "text/plain",
+			func(b string) string { return "data: |\n  " + b + "\n" }},
+		{"after a key", encBase64, 76, base64.StdEncoding.EncodeToString, "\n", "text/plain",
+			func(b string) string { return "payload=" + b }},
+	} {
+		missed := 0
+		for pad := range 40 {
+			file := "# deploy " + strings.Repeat("x", pad) + "\nREGION=eu-west-1\nthe token " + tok + " goes here\nLOG=debug\n"
+			body := wrapLines(tc.encode([]byte(file)), tc.width, tc.eol)
+			if tc.wrap != nil {
+				body = tc.wrap(body)
+			}
+			if res := scanTyped(t, s, tc.ct, body); res.Verdict != Block || !found(res, tc.enc) {
+				missed++
+			}
+		}
+		if missed > 0 {
+			t.Errorf("%s: the token missed at %d of 40 offsets", tc.name, missed)
+		}
+	}
+	// Lines that are not one encoded text: a list of hashes, a certificate.
+	var hashes []string
+	for i := range 8 {
+		hashes = append(hashes, hex.EncodeToString(bytes.Repeat([]byte{byte(i * 37), 0xa5, 0x3c, byte(i)}, 8)))
+	}
+	cert := wrapLines(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x30, 0x82, 0x01, 0x0a, 0xff, 0x00}, 60)), 64, "\n")
+	for _, benign := range []string{strings.Join(hashes, "\n"), "-----BEGIN CERTIFICATE-----\n" + cert + "\n-----END CERTIFICATE-----\n"} {
+		if res := scanTyped(t, s, "text/plain", benign); res.Verdict != Pass {
+			t.Errorf("%.40q: verdict %v:%s", benign, res.Verdict, dump(res.Findings))
+		}
+	}
+}
+
+func TestWrappedRun(t *testing.T) {
+	line := strings.Repeat("QUJD", 4) // 16 bytes
+	for _, tc := range []struct {
+		s      string
+		joined string // "" for none
+	}{
+		{line + "\n" + line + "\nQUI=", line + line + "QUI="},
+		{line + "\r\n" + line + "\r\nQQ==\r\n", line + line + "QQ=="},
+		{line + "\n  " + line + "\n  QUJD\nnext", line + line + "QUJD"},
+		{line + "\n" + line, line + line},
+		{line + "\n" + line + "Q\n", ""},                        // longer than the first: another text
+		{line + "\n\n" + line, ""},                              // a blank line ends it
+		{line + "Q\n" + line, ""},                               // not a multiple of four
+		{line + "\n" + line[:8] + "\n" + line, line + line[:8]}, // a short line is the last
+	} {
+		j := strings.IndexAny(tc.s, "\r\n")
+		end, joined, ok := wrappedRun(tc.s, 0, j)
+		if tc.joined == "" {
+			if ok {
+				t.Errorf("%q: joined %q, want none", tc.s, joined)
+			}
+			continue
+		}
+		if !ok || joined != tc.joined || withoutLayout(tc.s[:end]) != tc.joined {
+			t.Errorf("%q: joined %q (ok %v) up to %d, want %q", tc.s, joined, ok, end, tc.joined)
+		}
+	}
+}
+
+// tarGz is a tarball of one file, gzipped: `tar cz`.
+func tarGz(t *testing.T, name, content string) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(content))}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write([]byte(content))
+	tw.Close()
+	zw.Close()
+	return buf.Bytes()
+}
+
+// A token compressed, then encoded (`gzip | base64`, `tar cz | base64`,
+// `xxd -p`) is found in the inflated data.
+func TestPackedRunHidesNoToken(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	file := "REGION=eu-west-1\nthe token " + tok + " goes here\n"
+	packed := map[string][]byte{
+		"gzip":   compress(t, "gzip", []byte(file)),
+		"zlib":   compress(t, "deflate", []byte(file)),
+		"zstd":   compress(t, "zstd", []byte(file)),
+		"tar.gz": tarGz(t, ".env", file),
+	}
+	if bz, err := exec.Command("sh", "-c", "printf '%s' \"$0\" | bzip2 -c", file).Output(); err == nil {
+		packed["bzip2"] = bz
+	} else {
+		t.Logf("bzip2 not run (%v): its case is left out", err)
+	}
+	for name, b := range packed {
+		for enc, text := range map[string]string{
+			encBase64:      base64.StdEncoding.EncodeToString(b),
+			encBase64URL:   base64.RawURLEncoding.EncodeToString(b),
+			"base64 lines": wrapLines(base64.StdEncoding.EncodeToString(b), 76, "\n"),
+			encHex:         hex.EncodeToString(b),
+		} {
+			res := scanTyped(t, s, "text/plain", "curl -d "+text)
+			found := false
+			for _, f := range res.Findings {
+				found = found || string(f.secret) == tok && strings.Contains(f.Decoding, " > ")
+			}
+			if res.Verdict != Block || !found {
+				t.Errorf("%s in %s: verdict %v, want block with the token found inflated:%s", name, enc, res.Verdict, dump(res.Findings))
+			}
+		}
+	}
+	// Compressed text with no secret, and an image, pass.
+	prose := compress(t, "gzip", []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 40)))
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0, 0, 0, 13, 'I', 'H', 'D', 'R', 1, 2, 3, 4}, 20)...)
+	for name, b := range map[string][]byte{"gzipped prose": prose, "png": png} {
+		if res := scanTyped(t, s, "text/plain", "data:"+base64.StdEncoding.EncodeToString(b)); res.Verdict != Pass {
+			t.Errorf("%s: verdict %v:%s", name, res.Verdict, dump(res.Findings))
+		}
+	}
+}
+
+// Compressed runs inflate within the body limit, all of a scan's together:
+// a token behind more zeros than that, or many runs that add up past it,
+// are a decompression-limit finding, not text let through unread.
+func TestPackedRunLimit(t *testing.T) {
+	s := testScanner(t)
+	s.MaxBodyBytes = 256 << 10
+	tok := MustFake(t, "github-pat")
+	bomb := compress(t, "gzip", append(make([]byte, 1<<20), tok...))
+	small := base64.StdEncoding.EncodeToString(compress(t, "gzip", make([]byte, 100<<10)))
+	for name, body := range map[string]string{
+		"one run past the limit":        base64.StdEncoding.EncodeToString(bomb),
+		"runs adding up past the limit": strings.Repeat(small+"\n\n", 4),
+	} {
+		res := scanTyped(t, s, "text/plain", body)
+		limited := false
+		for _, f := range res.Findings {
+			limited = limited || f.Rule == RuleDecompressed && f.Kind == KindOversize
+		}
+		if res.Verdict != Block || !limited {
+			t.Errorf("%s: verdict %v, want block by %s:%s", name, res.Verdict, RuleDecompressed, dump(res.Findings))
+		}
+	}
+	if res := scanTyped(t, s, "text/plain", strings.Repeat(small+"\n\n", 2)); res.Verdict != Pass {
+		t.Errorf("two runs within the limit: verdict %v:%s", res.Verdict, dump(res.Findings))
+	}
+}
