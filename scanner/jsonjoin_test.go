@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -73,5 +74,34 @@ func TestJSONPiecesHideNoToken(t *testing.T) {
 		if res := scan(benign); res.Verdict != Pass {
 			t.Errorf("%s: verdict %v:%s", benign, res.Verdict, dump(res.Findings))
 		}
+	}
+}
+
+// A job's joined pieces go into an array of their own: a job is a part of
+// a body's segments, and appending them in place overwrote the next job's
+// first segments, which the pipeline then never inspected (or crashed on,
+// once they had been inspected and cleared).
+func TestJoinedPiecesLeaveTheNextJobAlone(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	body := `{"a":["abcdefgh","ijklmnop","qrstuvwx","yz012345"],"b":"` + tok + `","c":"x"}`
+	segs := bodySegments([]byte(body), "application/json", nil, nil)
+	k := slices.IndexFunc(segs, func(g *segment) bool { return strings.Contains(g.text, tok) })
+	if k < 0 {
+		t.Fatal("no segment holds the token")
+	}
+	next := slices.Clone(segs[k:])
+	sh := s.newInspectShared(nil)
+	if _, err := s.inspectGroups(context.Background(), nil, segs[:k], sh); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range next {
+		if segs[k+i] != g {
+			t.Fatalf("the next job's segment %d was overwritten by %v", i, segs[k+i])
+		}
+	}
+	found, err := s.inspectGroups(context.Background(), nil, segs[k:], sh)
+	if err != nil || !slices.ContainsFunc(found, func(f Finding) bool { return string(f.secret) == tok }) {
+		t.Fatalf("the next job's token not found (%v):%s", err, dump(found))
 	}
 }

@@ -476,7 +476,11 @@ type inspectShared struct {
 
 // inspectGroups inspects top's groups one after the other.
 func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segment, sh *inspectShared) ([]Finding, error) {
-	top = append(top, joinedPieces(top)...)
+	if joined := joinedPieces(top); len(joined) > 0 {
+		// Into a new array: top is one job's part of a body's segments,
+		// and appending in place would overwrite the next job's.
+		top = append(top[:len(top):len(top)], joined...)
+	}
 	var out []Finding
 	det := newDetectRun()
 	clean := sh.clean
