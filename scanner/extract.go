@@ -340,7 +340,7 @@ func jsonSegmentsDecoder(b []byte, chain []string) ([]*segment, bool) {
 	}
 	var stack []frame
 	var out []*segment
-	path := func() string {
+	pathOf := func(stack []frame) string {
 		var sb strings.Builder
 		sb.WriteString("json:$")
 		for _, f := range stack {
@@ -355,6 +355,18 @@ func jsonSegmentsDecoder(b []byte, chain []string) ([]*segment, bool) {
 			}
 		}
 		return sb.String()
+	}
+	path := func() string { return pathOf(stack) }
+	// A run of character codes in an array, as jsonWalk reads it.
+	var codes []byte
+	var codesFrom int
+	var codesPath string
+	flushCodes := func() {
+		if len(codes) >= minSpelled && slices.ContainsFunc(codes, isASCIILetter) {
+			where := codesPath + "[" + strconv.Itoa(codesFrom) + ":" + strconv.Itoa(codesFrom+len(codes)) + "]"
+			out = append(out, &segment{where: where, chain: chain, text: string(codes), body: true})
+		}
+		codes = codes[:0]
 	}
 	// after a value, advance the enclosing container.
 	next := func() {
@@ -376,6 +388,7 @@ func jsonSegmentsDecoder(b []byte, chain []string) ([]*segment, bool) {
 		}
 		switch v := tok.(type) {
 		case json.Delim:
+			flushCodes()
 			switch v {
 			case '{':
 				stack = append(stack, frame{obj: true, wantKey: true})
@@ -390,6 +403,7 @@ func jsonSegmentsDecoder(b []byte, chain []string) ([]*segment, bool) {
 				stack[n-1].key, stack[n-1].wantKey = v, false
 				continue
 			}
+			flushCodes()
 			text := v
 			if n := len(stack); n > 0 && stack[n-1].obj {
 				text = stack[n-1].key + ": " + v
@@ -397,6 +411,17 @@ func jsonSegmentsDecoder(b []byte, chain []string) ([]*segment, bool) {
 			out = append(out, &segment{where: path(), chain: chain, text: text, body: true})
 			next()
 		default:
+			if n := len(stack); n > 0 && !stack[n-1].obj {
+				num, _ := v.(json.Number)
+				if c, ok := charCodeAt([]byte(num)); ok {
+					if len(codes) == 0 {
+						codesFrom, codesPath = stack[n-1].idx, pathOf(stack[:n-1])
+					}
+					codes = append(codes, c)
+				} else {
+					flushCodes()
+				}
+			}
 			next()
 		}
 	}

@@ -2,7 +2,9 @@ package scanner
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,5 +105,47 @@ func TestJoinedPiecesLeaveTheNextJobAlone(t *testing.T) {
 	found, err := s.inspectGroups(context.Background(), nil, segs[k:], sh)
 	if err != nil || !slices.ContainsFunc(found, func(f Finding) bool { return string(f.secret) == tok }) {
 		t.Fatalf("the next job's token not found (%v):%s", err, dump(found))
+	}
+}
+
+// A token's bytes as a JSON array of numbers (JSON.stringify of a Buffer's
+// bytes, Python's list(bytes)) are read as the text they spell: numbers
+// are no strings, and no segment held them before.
+func TestCharCodeArrayHidesNoToken(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	codes := func(text string) string {
+		var n []string
+		for _, c := range []byte(text) {
+			n = append(n, strconv.Itoa(int(c)))
+		}
+		return "[" + strings.Join(n, ",") + "]"
+	}
+	for name, tc := range map[string]struct{ ct, body, where string }{
+		"in an object":     {"application/json", `{"model":"m","data":` + codes(tok) + `}`, "json:$.data[0:40]"},
+		"nested, after 7":  {"application/json", `{"a":{"b":[1,2,3,4,5,6,700,` + codes(tok)[1:] + `}}`, "json:$.a.b[7:47]"},
+		"a file's bytes":   {"text/plain", strings.ReplaceAll(codes("REGION=eu-west-1\nthe token "+tok+" here\n"), ",", ", "), "json:$[0:73]"},
+		"a top-level list": {"application/json", codes(tok), "json:$[0:40]"},
+	} {
+		res := scanTyped(t, s, tc.ct, tc.body)
+		found := slices.ContainsFunc(res.Findings, func(f Finding) bool { return string(f.secret) == tok && f.Where == tc.where })
+		if res.Verdict != Block || !found {
+			t.Errorf("%s: verdict %v, want block with the token at %s:%s", name, res.Verdict, tc.where, dump(res.Findings))
+		}
+	}
+	// Numbers that are no text: pixels, counts, a short list of codes.
+	r := rand.New(rand.NewPCG(1, 2))
+	var pixels []string
+	for range 3000 {
+		pixels = append(pixels, strconv.Itoa(r.IntN(256)))
+	}
+	for _, benign := range []string{
+		`{"width":50,"pixels":[` + strings.Join(pixels, ",") + `]}`,
+		`{"counts":[40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60]}`,
+		`{"ok":` + codes("hello") + `}`,
+	} {
+		if res := scanTyped(t, s, "application/json", benign); res.Verdict != Pass {
+			t.Errorf("%.50s: verdict %v:%s", benign, res.Verdict, dump(res.Findings))
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/bits"
+	"slices"
 	"strconv"
 	"unicode"
 	"unicode/utf16"
@@ -203,6 +204,24 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 		}
 		return unsafe.String(unsafe.SliceData(paths[n:]), len(paths)-n)
 	}
+	// A run of character codes in an array ([103,104,112,95,…]: the bytes
+	// of a text, as JSON.stringify(Array.from(buffer)) writes them) is read
+	// as the text it spells, a segment of its own: numbers are no strings,
+	// and nothing else reads them.
+	var (
+		codes     []byte
+		codesFrom int    // the index of the run's first element
+		codesPath string // the array's path
+	)
+	flushCodes := func() {
+		if len(codes) >= minSpelled && slices.ContainsFunc(codes, isASCIILetter) {
+			g := newSegment()
+			where := codesPath + "[" + strconv.Itoa(codesFrom) + ":" + strconv.Itoa(codesFrom+len(codes)) + "]"
+			*g = segment{where: where, chain: chain, text: text(codes), body: true}
+			out = append(out, g)
+		}
+		codes = codes[:0]
+	}
 	// valueDone advances the enclosing container past a value.
 	valueDone := func() {
 		n := len(stack)
@@ -240,10 +259,16 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 			i++
 		case (c == '}' && (state == wantKeyOrClose || state == wantCommaOrClose && stack[len(stack)-1].obj)) ||
 			(c == ']' && (state == wantValueOrClose || state == wantCommaOrClose && !stack[len(stack)-1].obj)):
+			if len(codes) > 0 {
+				flushCodes()
+			}
 			stack = stack[:len(stack)-1]
 			valueDone()
 			i++
 		case (c == '{' || c == '[') && isValue:
+			if len(codes) > 0 {
+				flushCodes()
+			}
 			stack = append(stack, frame{obj: c == '{', path: elemPath()})
 			state = wantValueOrClose
 			if c == '{' {
@@ -280,6 +305,9 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 				state = wantColon
 				continue
 			}
+			if len(codes) > 0 {
+				flushCodes()
+			}
 			g := newSegment()
 			*g = segment{where: elemPath(), chain: chain, text: text(scratch), body: true}
 			out = append(out, g)
@@ -300,6 +328,16 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 			if n < 0 {
 				return nil, false
 			}
+			if f := len(stack) - 1; f >= 0 && !stack[f].obj {
+				if c, ok := charCodeAt(b[i:n]); ok {
+					if len(codes) == 0 {
+						codesFrom, codesPath = stack[f].idx, stack[f].path
+					}
+					codes = append(codes, c)
+				} else if len(codes) > 0 {
+					flushCodes()
+				}
+			}
 			i = n
 			valueDone()
 		default:
@@ -310,6 +348,25 @@ func jsonWalk(in *jsonInput, chain []string, ar *scanArena) ([]*segment, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// charCodeAt reads a JSON number as a character code: an integer from 32
+// to 126, or a tab, line feed or carriage return (a file's bytes).
+func charCodeAt(num []byte) (byte, bool) {
+	if len(num) == 0 || len(num) > 3 {
+		return 0, false
+	}
+	v := 0
+	for _, d := range num {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		v = v*10 + int(d-'0')
+	}
+	if v >= 32 && v <= 126 || v == '\t' || v == '\n' || v == '\r' {
+		return byte(v), true
+	}
+	return 0, false
 }
 
 // appendQuoted is strconv.AppendQuote, without its rune by rune look at
