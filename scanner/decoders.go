@@ -99,18 +99,19 @@ func hexSepRuns(s string) []run {
 		for {
 			pairs++
 			j += 2
-			k := j + len(sep) + len(prefix)
-			if k+2 > len(s) || s[j:j+len(sep)] != sep || s[j+len(sep):k] != prefix || !isHexByte[s[k]] || !isHexByte[s[k+1]] {
+			k, ok := nextPair(s, j, sep, prefix)
+			if !ok {
 				break
 			}
 			j = k
 		}
 		if pairs >= minHexPairs {
 			dec := make([]byte, 0, pairs)
-			for p, k := 0, i; p < pairs; p, k = p+1, k+2+len(sep)+len(prefix) {
+			for p, k := 0, i; p < pairs; p++ {
 				hi, _ := hexVal(s[k])
 				lo, _ := hexVal(s[k+1])
 				dec = append(dec, hi<<4|lo)
+				k, _ = nextPair(s, k+2, sep, prefix)
 			}
 			if textual(dec) {
 				out = append(out, run{start: start, end: j, enc: encHexSep, decoded: ownString(dec)})
@@ -119,6 +120,34 @@ func hexSepRuns(s string) []run {
 		i = j - 1
 	}
 	return out
+}
+
+// nextPair is where the pair after the one that ends at j starts, in a
+// run of pairs with sep and prefix between them; ok is false when the run
+// ends at j. A list of 0x pairs may go on at the next line, as a C array
+// does (xxd -i): its separator's comma then ends the line.
+func nextPair(s string, j int, sep, prefix string) (int, bool) {
+	k := j + len(sep) + len(prefix)
+	if k+2 <= len(s) && s[j:j+len(sep)] == sep && s[j+len(sep):k] == prefix && isHexByte[s[k]] && isHexByte[s[k+1]] {
+		return k, true
+	}
+	if prefix == "" || sep == "" || sep[0] != ',' || j+1 >= len(s) || s[j] != ',' {
+		return 0, false
+	}
+	k = j + 1
+	if s[k] == '\r' {
+		k++
+	}
+	if k >= len(s) || s[k] != '\n' {
+		return 0, false
+	}
+	k++
+	for indent := k + 16; k < len(s) && k < indent && (s[k] == ' ' || s[k] == '\t'); k++ {
+	}
+	if k+len(prefix)+2 <= len(s) && s[k:k+len(prefix)] == prefix && isHexByte[s[k+len(prefix)]] && isHexByte[s[k+len(prefix)+1]] {
+		return k + len(prefix), true
+	}
+	return 0, false
 }
 
 // isHexByte and afterPair (what may follow a pair in a separated run) are

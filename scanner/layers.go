@@ -529,6 +529,11 @@ func (s *Scanner) peel(segs []*segment, sh *inspectShared) ([]*segment, []Findin
 				out = append(out, child(encCodes, d))
 			}
 		}
+		if dumpAhead(g.text) || g.features().f&(fDelimHex|fSpelled) != 0 && strings.Contains(g.text, "000") {
+			if d, ok := hexdumpLayer(g.text); ok {
+				out = append(out, child(encHexdump, d))
+			}
+		}
 		if hasCharRef(g.text) {
 			if d, ok := decodeLines(g.text, '&', hasCharRef, unescapeHTML); ok {
 				out = append(out, child(encEntities, d))
