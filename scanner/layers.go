@@ -469,19 +469,24 @@ func (s *Scanner) peel(segs []*segment, sh *inspectShared) ([]*segment, []Findin
 			return &segment{where: g.where, chain: append(append([]string(nil), g.chain...), enc), text: text,
 				header: g.header, body: g.body, depth: g.depth + 1}
 		}
+		// A body or a part that is compressed, or a zip archive, as a
+		// file is uploaded (no Content-Encoding says so).
+		if f := archiveOf(g.text); f != "" {
+			if c, over1 := s.unpacked(g, child, f, f, g.text, sh); c != nil {
+				out = append(out, c)
+			} else if over1 != nil {
+				over = append(over, *over1)
+			}
+		}
 		// featureScan has read the text anyway (for detect): without a
 		// long enough run of base64 bytes there is nothing to decode.
 		if g.features().f&fB64Run != 0 {
 			for _, r := range encodedRuns(g.text) {
 				if r.packed != "" {
-					enc := r.enc + " > " + r.packed
-					switch text, err := s.unpack(r, sh); {
-					case errors.Is(err, errInflateLimit):
-						over = append(over, Finding{Kind: KindOversize, Rule: RuleDecompressed, Where: g.where,
-							Decoding: child(enc, "").decoding(),
-							Snippet:  fmt.Sprintf("%s data in %s decompresses to more than the %d bytes a scan may inflate", r.packed, r.enc, s.maxBody())})
-					case err == nil:
-						out = append(out, child(enc, text))
+					if c, f := s.unpacked(g, child, r.enc+" > "+r.packed, r.packed, r.decoded, sh); c != nil {
+						out = append(out, c)
+					} else if f != nil {
+						over = append(over, *f)
 					}
 					continue
 				}
@@ -548,11 +553,27 @@ func (s *Scanner) peel(segs []*segment, sh *inspectShared) ([]*segment, []Findin
 	return out, over
 }
 
-// unpack inflates r's compressed data within what is left of the scan's
-// budget, and takes what it inflated from it. The budget is read and taken
-// apart, so that groups inspected at once may together go past it by what
-// one of them inflates, at most the limit again.
-func (s *Scanner) unpack(r run, sh *inspectShared) (string, error) {
+// unpacked is the layer of g's compressed data (format, encoded as enc in
+// g's chain), or the decompression-limit finding when it inflates past the
+// scan's budget; neither when it does not inflate.
+func (s *Scanner) unpacked(g *segment, child func(enc, text string) *segment, enc, format, data string, sh *inspectShared) (*segment, *Finding) {
+	text, err := s.unpack(format, data, sh)
+	switch {
+	case errors.Is(err, errInflateLimit):
+		return nil, &Finding{Kind: KindOversize, Rule: RuleDecompressed, Where: g.where, Decoding: child(enc, "").decoding(),
+			Snippet: fmt.Sprintf("%s data decompresses to more than the %d bytes a scan may inflate", format, s.maxBody())}
+	case err != nil:
+		return nil, nil
+	}
+	return child(enc, text), nil
+}
+
+// unpack inflates data, compressed in format (or a zip archive), within
+// what is left of the scan's budget, and takes what it inflated from it.
+// The budget is read and taken apart, so that groups inspected at once may
+// together go past it by what one of them inflates, at most the limit
+// again.
+func (s *Scanner) unpack(format, data string, sh *inspectShared) (string, error) {
 	left := s.maxBody()
 	if sh != nil {
 		left -= sh.inflated.Load()
@@ -560,7 +581,14 @@ func (s *Scanner) unpack(r run, sh *inspectShared) (string, error) {
 	if left <= 0 {
 		return "", errInflateLimit
 	}
-	b, err := inflate(r.packed, unsafe.Slice(unsafe.StringData(r.decoded), len(r.decoded)), left)
+	in := unsafe.Slice(unsafe.StringData(data), len(data))
+	var b []byte
+	var err error
+	if format == "zip" {
+		b, err = unzip(in, left)
+	} else {
+		b, err = inflate(format, in, left)
+	}
 	if err != nil {
 		return "", err
 	}

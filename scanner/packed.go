@@ -1,21 +1,26 @@
 package scanner
 
 import (
+	"archive/zip"
 	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
 	"compress/zlib"
 	"errors"
 	"io"
+	"strings"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
 
-// Compressed data inside an encoded run: `gzip | base64` (or `tar cz`,
-// `xxd -p`) is how a shell one-liner gets a file or a directory out in one
-// line of text, and its base64 decodes to bytes that are no text. A run
-// whose bytes start with a compressor's magic number is inflated, with the
-// scan's budget, and what it holds is scanned as a layer of its own.
+// Compressed data: `tar cz ~/.ssh | curl --data-binary @-`, a zip file
+// posted as a form's file, or `gzip | base64` in one line of text is how a
+// directory gets out, and what it holds is in no byte of the body. A body,
+// a part or an encoded run whose bytes start with a compressor's magic
+// number (or a zip archive's) is inflated, within the scan's budget, and
+// what it holds is scanned as a layer of its own. A tarball needs no more:
+// its files are in it as they are.
 
 // packedFormat names the compressed format b starts with, "" for none.
 // zlib's two-byte header is checked for its checksum (a multiple of 31) and
@@ -76,6 +81,49 @@ func inflate(format string, b []byte, limit int64) ([]byte, error) {
 		return nil, errInflateLimit
 	case err != nil && (len(out) == 0 || format == "zlib"):
 		return nil, err // zlib's weak magic: only a whole stream counts
+	}
+	return out, nil
+}
+
+// maxZipFiles bounds the files of a zip archive read: more is past the limit.
+const maxZipFiles = 10_000
+
+// archiveOf names what s is when it is compressed data or a zip archive:
+// packedFormat's formats, or "zip"; "" when neither.
+func archiveOf(s string) string {
+	if strings.HasPrefix(s, "PK\x03\x04") {
+		return "zip"
+	}
+	return packedFormat(unsafe.Slice(unsafe.StringData(s), min(len(s), 16)))
+}
+
+// unzip is the files of a zip archive, one after the other, at most limit
+// bytes of them; errInflateLimit past it. A file that cannot be read (an
+// encrypted one, a method zip does not know) is left out.
+func unzip(b []byte, limit int64) ([]byte, error) {
+	r, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	if len(r.File) > maxZipFiles {
+		return nil, errInflateLimit
+	}
+	var out []byte
+	for _, f := range r.File {
+		if f.FileInfo().IsDir() {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			continue
+		}
+		left := limit - int64(len(out))
+		out, err = readInto(&maxReader{r: rc, left: left}, out)
+		rc.Close()
+		if errors.Is(err, errTooLarge) {
+			return nil, errInflateLimit
+		}
+		out = append(out, '\n')
 	}
 	return out, nil
 }

@@ -2,12 +2,15 @@ package scanner
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
+	"mime/multipart"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -196,5 +199,89 @@ func TestPackedRunLimit(t *testing.T) {
 	}
 	if res := scanTyped(t, s, "text/plain", strings.Repeat(small+"\n\n", 2)); res.Verdict != Pass {
 		t.Errorf("two runs within the limit: verdict %v:%s", res.Verdict, dump(res.Findings))
+	}
+}
+
+// zipOf is a zip archive of the files, deflated.
+func zipOf(t *testing.T, files map[string]string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, content := range files {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(content))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A compressed file or an archive uploaded as it is (`tar cz ~/.config |
+// curl --data-binary @-`, `curl -F f=@x.zip`) is opened: no
+// Content-Encoding says it is compressed, and its bytes held the token in
+// none of their own.
+func TestPackedBodyHidesNoToken(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	file := "REGION=eu-west-1\nGITHUB_TOKEN=" + tok + "\n"
+	bodies := map[string][]byte{
+		"gzip":   compress(t, "gzip", []byte(file)),
+		"tar.gz": tarGz(t, ".env", file),
+		"zstd":   compress(t, "zstd", []byte(file+strings.Repeat("padding that compresses ", 40))),
+		"zip":    zipOf(t, map[string]string{"README": "hello", "conf/.env": file}),
+	}
+	for name, b := range bodies {
+		var mb bytes.Buffer
+		mw := multipart.NewWriter(&mb)
+		p, _ := mw.CreateFormFile("file", "upload."+name)
+		p.Write(b)
+		mw.Close()
+		for _, tc := range []struct{ ct, body string }{
+			{"application/octet-stream", string(b)},
+			{"", string(b)},
+			{mw.FormDataContentType(), mb.String()},
+		} {
+			res := scanTyped(t, s, tc.ct, tc.body)
+			found := false
+			for _, f := range res.Findings {
+				found = found || string(f.secret) == tok && f.Decoding == map[string]string{"tar.gz": "gzip"}[name]+strings.TrimPrefix(name, "tar.gz")
+			}
+			if res.Verdict != Block || !found {
+				t.Errorf("%s as %q: verdict %v, want block with the token found inside:%s", name, tc.ct, res.Verdict, dump(res.Findings))
+			}
+		}
+	}
+	for name, b := range map[string][]byte{
+		"gzipped prose": compress(t, "gzip", []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 40))),
+		"zip of prose":  zipOf(t, map[string]string{"a.txt": "hello world", "b/c.md": "# notes\nnothing here\n"}),
+	} {
+		if res := scanTyped(t, s, "application/octet-stream", string(b)); res.Verdict != Pass {
+			t.Errorf("%s: verdict %v:%s", name, res.Verdict, dump(res.Findings))
+		}
+	}
+	// Past the budget: a zip bomb's file, and more files than are read.
+	many := map[string]string{}
+	for i := range maxZipFiles + 1 {
+		many[strconv.Itoa(i)] = ""
+	}
+	for name, tc := range map[string]struct {
+		limit int64
+		b     []byte
+	}{
+		"a file past the limit": {256 << 10, zipOf(t, map[string]string{"big": strings.Repeat("\x00", 1<<20) + tok})},
+		"too many files":        {0, zipOf(t, many)},
+	} {
+		s.MaxBodyBytes = tc.limit
+		res := scanTyped(t, s, "application/zip", string(tc.b))
+		limited := false
+		for _, f := range res.Findings {
+			limited = limited || f.Rule == RuleDecompressed
+		}
+		if res.Verdict != Block || !limited {
+			t.Errorf("%s: verdict %v, want block by %s:%s", name, res.Verdict, RuleDecompressed, dump(res.Findings))
+		}
 	}
 }
