@@ -568,7 +568,7 @@ func (s *Scanner) unpacked(g *segment, child func(enc, text string) *segment, en
 	return child(enc, text), nil
 }
 
-// unpack inflates data, compressed in format (or a zip archive), within
+// unpack inflates data, compressed in format (or a zip archive, a packfile), within
 // what is left of the scan's budget, and takes what it inflated from it.
 // The budget is read and taken apart, so that groups inspected at once may
 // together go past it by what one of them inflates, at most the limit
@@ -584,9 +584,12 @@ func (s *Scanner) unpack(format, data string, sh *inspectShared) (string, error)
 	in := unsafe.Slice(unsafe.StringData(data), len(data))
 	var b []byte
 	var err error
-	if format == "zip" {
+	switch format {
+	case "zip":
 		b, err = unzip(in, left)
-	} else {
+	case encGitPack:
+		b, err = packObjects(in[packStart(data):], left)
+	default:
 		b, err = inflate(format, in, left)
 	}
 	if err != nil {

@@ -88,11 +88,15 @@ func inflate(format string, b []byte, limit int64) ([]byte, error) {
 // maxZipFiles bounds the files of a zip archive read: more is past the limit.
 const maxZipFiles = 10_000
 
-// archiveOf names what s is when it is compressed data or a zip archive:
-// packedFormat's formats, or "zip"; "" when neither.
+// archiveOf names what s is when it is compressed data, a zip archive or
+// a git push's packfile: packedFormat's formats, "zip" or encGitPack; ""
+// when none.
 func archiveOf(s string) string {
 	if strings.HasPrefix(s, "PK\x03\x04") {
 		return "zip"
+	}
+	if packStart(s) >= 0 {
+		return encGitPack
 	}
 	return packedFormat(unsafe.Slice(unsafe.StringData(s), min(len(s), 16)))
 }
