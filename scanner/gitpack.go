@@ -39,11 +39,21 @@ func packStart(s string) int {
 	return strings.Index(s[:min(len(s), maxPackPrefix)], packSignature)
 }
 
+// objectIDLen is the length of the object ids of the push s: 32 bytes
+// when its first ref update names SHA-256 ids (64 hex digits), else 20.
+func objectIDLen(s string) int {
+	if len(s) > 69 && isHexStr(s[4:68]) && s[68] == ' ' {
+		return 32
+	}
+	return 20
+}
+
 // packObjects inflates the objects of the packfile b, one after the
-// other, at most limit bytes of them; errInflateLimit past it. A packfile
-// cut short, or an object that does not inflate, ends it with what was
-// read.
-func packObjects(b []byte, limit int64) ([]byte, error) {
+// other, at most limit bytes of them; errInflateLimit past it. idLen is
+// the length of the repository's object ids, which deltas on an object by
+// its id start with. A packfile cut short, or an object that does not
+// inflate, ends it with what was read.
+func packObjects(b []byte, idLen int, limit int64) ([]byte, error) {
 	if len(b) < 12 || string(b[:4]) != "PACK" {
 		return nil, errors.New("scanner: no packfile")
 	}
@@ -66,8 +76,8 @@ func packObjects(b []byte, limit int64) ([]byte, error) {
 			for err == nil && c&0x80 != 0 {
 				c, err = r.ReadByte()
 			}
-		case 7: // a delta on an object by its id (SHA-1)
-			_, err = r.Seek(20, io.SeekCurrent)
+		case 7: // a delta on an object by its id
+			_, err = r.Seek(int64(idLen), io.SeekCurrent)
 		default:
 			return out, nil
 		}

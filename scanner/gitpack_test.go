@@ -37,7 +37,7 @@ func pushBody(t *testing.T, dir string, ofs bool) string {
 		args = append(args, "--delta-base-offset")
 	}
 	pack := gitRun(t, dir, objects, args...)
-	line := strings.Repeat("0", 40) + " " + head + " refs/heads/main\x00 report-status side-band-64k\n"
+	line := strings.Repeat("0", len(head)) + " " + head + " refs/heads/main\x00 report-status side-band-64k\n"
 	return fmt.Sprintf("%04x", len(line)+4) + line + "0000" + pack
 }
 
@@ -61,12 +61,9 @@ func TestGitPushHidesNoToken(t *testing.T) {
 		gitRun(t, dir, "", "add", "-A")
 		gitRun(t, dir, "", "commit", "-q", "-m", msg)
 	}
-	// push makes a repository with build and scans its push, its deltas'
-	// bases by offset and by id; it reports whether both found the token.
-	push := func(name string, build func(dir string)) bool {
-		dir := t.TempDir()
-		gitRun(t, dir, "", "init", "-q", "-b", "main")
-		build(dir)
+	// pushes scans the push of dir, its deltas' bases by offset and by id;
+	// it reports whether both found the token.
+	pushes := func(name, dir string) bool {
 		ok := true
 		for _, ofs := range []bool{false, true} {
 			body := pushBody(t, dir, ofs)
@@ -79,6 +76,25 @@ func TestGitPushHidesNoToken(t *testing.T) {
 				t.Logf("%s, bases by offset %v: verdict %v:%s", name, ofs, res.Verdict, dump(res.Findings))
 			}
 			ok = ok && found
+		}
+		return ok
+	}
+	// push makes a repository with build (of SHA-1 ids, and of SHA-256
+	// ones where git can) and scans its push, its deltas' bases by offset
+	// and by id; it reports whether every scan found the token.
+	push := func(name string, build func(dir string)) bool {
+		ok := true
+		for _, format := range []string{"sha1", "sha256"} {
+			dir := t.TempDir()
+			if err := exec.Command("git", "init", "-q", "-b", "main", "--object-format="+format, dir).Run(); err != nil {
+				if format == "sha1" {
+					t.Fatal(err)
+				}
+				t.Logf("git cannot make a repository of %s ids here (%v): left out", format, err)
+				continue
+			}
+			build(dir)
+			ok = pushes(name+", "+format, dir) && ok
 		}
 		return ok
 	}
@@ -120,7 +136,7 @@ func FuzzPackObjects(f *testing.F) {
 	f.Add(append([]byte("PACK\x00\x00\x00\x02\x00\x00\x00\x02\x3c"), append(blob, append([]byte{0x6c, 0x05}, blob...)...)...))
 	f.Add([]byte("PACK\x00\x00\x00\x02\xff\xff\xff\xff\x7f"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := packObjects(b, 1<<16)
+		out, err := packObjects(b, 20, 1<<16)
 		if err == nil && len(out) > 1<<16+int(len(b)) {
 			t.Fatalf("%d bytes out of %d", len(out), len(b))
 		}

@@ -588,7 +588,7 @@ func (s *Scanner) unpack(format, data string, sh *inspectShared) (string, error)
 	case "zip":
 		b, err = unzip(in, left)
 	case encGitPack:
-		b, err = packObjects(in[packStart(data):], left)
+		b, err = packObjects(in[packStart(data):], objectIDLen(data), left)
 	default:
 		b, err = inflate(format, in, left)
 	}
