@@ -125,7 +125,7 @@ func TestPipelineFindsWhatTheWholeBodyShows(t *testing.T) {
 	}
 	toks := []string{MustFake(t, "github-pat"), MustFake(t, "aws-access-token"), MustFake(t, "slack-bot-token")}
 	r := rand.New(rand.NewPCG(3, 4))
-	bodies := map[string][]byte{"chat": chatBody(1 << 20), "code": codeChat(512 << 10), "small": chatBody(4 << 10)}
+	bodies := map[string][]byte{"chat": chatBody(1 << 20), "code": codeChat(512 << 10), "small": chatBody(4 << 10), "pieces": piecesBody(1 << 20)}
 	for name, b := range benchBodies() {
 		if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
 			bodies["bench-"+name] = b
@@ -300,4 +300,56 @@ func TestPipelinePanicReachesTheScan(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// A body that is JSON but not sent as such is parsed whole and its
+// segments split into jobs of one array: what each job joins must stay
+// its own (a job that appended its joined pieces in place overwrote the
+// next job's first segments), and the spread inspection finds what one
+// core's does.
+func TestSpreadJobsKeepTheirSegments(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	r := rand.New(rand.NewPCG(5, 6))
+	body := piecesBody(1 << 20)
+	for range 8 {
+		body = withToken(body, r.IntN(len(body)-64), tok)
+	}
+	scan := func(procs int) *Result {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		res, err := s.Scan(context.Background(), &Request{Tenant: "t", Host: "api.example.test", URL: chatURL,
+			Header: http.Header{"Content-Type": {"text/plain"}}, Body: bytes.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	want := scan(1)
+	if len(want.Findings) == 0 {
+		t.Fatal("no finding on one core: the tokens were not found")
+	}
+	if !spreads(0, len(body)/2, pipeJobBytes(s.maxBody())) {
+		t.Fatal("the body is too short to be spread over the cores")
+	}
+	for range 3 {
+		if got := scan(4); got.Verdict != want.Verdict || !reflect.DeepEqual(findingsView(got.Findings), findingsView(want.Findings)) {
+			t.Fatalf("spread %v %q\none core %v %q", got.Verdict, findingsView(got.Findings), want.Verdict, findingsView(want.Findings))
+		}
+	}
+}
+
+// piecesBody is JSON of about n bytes whose every object has pieces that
+// are joined (jsonjoin.go): an array of short strings and token-like
+// members, so that every job of a pipeline joins some.
+func piecesBody(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"items":[`)
+	for i := 0; b.Len() < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"tags":["go","rust","js","py","lua","perl"],"a":"abcd%04d","b":"efgh%04d","content":"item %d of the list, with a few words of prose"}`, i, i, i)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
 }
