@@ -191,6 +191,56 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("git push of a commit with a secret is refused, a clean one goes", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "demo")
+		env := append(testnet.GitEnv(t), e.envFile(t, "acme")...)
+		gitIn := func(args ...string) (string, error) {
+			cmd := e.w.Sandbox.Command(context.Background(), "git", args...)
+			cmd.Dir, cmd.Env = filepath.Dir(dir), env
+			if _, err := os.Stat(dir); err == nil {
+				cmd.Dir = dir
+			}
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		commit := func(name, content string) string {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"add", name}, {"commit", "-q", "-m", "add " + name}} {
+				if out, err := gitIn(args...); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			out, _ := gitIn("rev-parse", "HEAD")
+			return strings.TrimSpace(out)
+		}
+		if out, err := gitIn("clone", "-q", "https://git.example.test/demo.git", dir); err != nil {
+			t.Fatalf("git clone: %v\n%s", err, out)
+		}
+		clean := commit("notes.txt", "release notes\n")
+		if out, err := gitIn("push", "-q", "origin", "HEAD:main"); err != nil {
+			t.Fatalf("a clean push: %v\n%s", err, out)
+		}
+		// The token goes in compressed, in the push's packfile; removing it in
+		// the next commit leaves it in the history that is pushed.
+		commit(".env", "GITHUB_TOKEN="+fake(t, "github-pat")+"\n")
+		if out, err := gitIn("rm", "-q", ".env"); err != nil {
+			t.Fatalf("git rm: %v\n%s", err, out)
+		}
+		if out, err := gitIn("commit", "-q", "-m", "remove .env"); err != nil {
+			t.Fatalf("git commit: %v\n%s", err, out)
+		}
+		out, err := gitIn("push", "origin", "HEAD:main")
+		if err == nil || !strings.Contains(out, "403") {
+			t.Fatalf("a push of a commit with a token: %v, want 403\n%s", err, out)
+		}
+		remote, err := gitIn("ls-remote", "origin", "refs/heads/main")
+		if err != nil || !strings.HasPrefix(remote, clean) {
+			t.Fatalf("the remote's main is %q (%v), want the clean commit %s", remote, err, clean)
+		}
+	})
+
 	t.Run("Go client in the sandbox", func(t *testing.T) {
 		resp, err := e.client(t, "acme", "acme", e.tenantRoots(t, "acme")).Get("https://other.example.test/x")
 		if err != nil {
