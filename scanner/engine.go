@@ -199,6 +199,14 @@ func newEngine(cfg config.Config) (*engine, error) {
 
 // detect calls emit for every finding in text, in gitleaks' terms.
 func (e *engine) detect(ctx context.Context, text string, emit func(match)) error {
+	_, err := e.detectJoins(ctx, text, emit)
+	return err
+}
+
+// detectJoins is detect, and reports whether a keyword is in a literal that
+// code joins to another (concat.go): the rules are then run over the
+// joined literals too.
+func (e *engine) detectJoins(ctx context.Context, text string, emit func(match)) (joins bool, err error) {
 	sc := e.scratch.Get().(*engineScratch)
 	defer func() {
 		for _, r := range sc.woken {
@@ -208,6 +216,9 @@ func (e *engine) detect(ctx context.Context, text string, emit func(match)) erro
 		e.scratch.Put(sc)
 	}()
 	e.kw.each(text, func(start, id int) {
+		if !joins && quotedBeforeJoin(text, start+e.kw.lens[id]) {
+			joins = true
+		}
 		for _, r := range e.kwRules[id] {
 			if len(sc.hits[r]) == 0 {
 				sc.woken = append(sc.woken, r)
@@ -236,7 +247,7 @@ func (e *engine) detect(ctx context.Context, text string, emit func(match)) erro
 	slices.Sort(sc.woken)
 	for _, r := range sc.woken {
 		if ctx.Err() != nil {
-			return ErrTimeout
+			return joins, ErrTimeout
 		}
 		run(r)
 	}
@@ -257,7 +268,7 @@ func (e *engine) detect(ctx context.Context, text string, emit func(match)) erro
 		}
 		emit(m)
 	}
-	return ctx.Err()
+	return joins, ctx.Err()
 }
 
 func byStart(a, b kwHit) int { return a.start - b.start }

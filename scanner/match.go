@@ -3,6 +3,7 @@ package scanner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -31,13 +32,16 @@ func basicPassword(seg *segment, secret string) bool {
 
 // match runs the rules over the segments, each segment whole: the engine
 // windows the regexes itself, so a secret is never cut by a batch border.
+// A segment whose literals code joins is matched joined too (concat.go).
 func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error) {
 	var out []Finding
 	seen := map[string]bool{}
-	for _, seg := range segs {
+	own := false // segs is an array of match's own
+	for i := 0; i < len(segs); i++ {
+		seg := segs[i]
 		t := seg.text
 		line, counted := seg.line, 0
-		err := s.Rules.eng.detect(ctx, t, func(m match) {
+		joins, err := s.Rules.eng.detectJoins(ctx, t, func(m match) {
 			f := Finding{Kind: KindSecret, Rule: s.Rules.eng.rules[m.rule].cfg.RuleID, Where: seg.where,
 				Decoding: seg.decoding(), secret: secretText(m.secret), header: seg.header,
 				Snippet: strings.TrimSpace(snippet(m.line, m.secret)), basic: basicPassword(seg, m.secret)}
@@ -55,6 +59,15 @@ func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error)
 		})
 		if err != nil {
 			return nil, ErrTimeout
+		}
+		if joins && !slices.Contains(seg.chain, encJoined) {
+			if j, ok := joinedLiterals(t); ok {
+				if !own {
+					segs, own = slices.Clip(segs), true // the caller's array stays as it is
+				}
+				segs = append(segs, &segment{where: seg.where, chain: append(slices.Clone(seg.chain), encJoined),
+					text: j, header: seg.header, body: seg.body, depth: seg.depth + 1})
+			}
 		}
 	}
 	return out, nil
