@@ -54,11 +54,8 @@ func inflate(format string, b []byte, limit int64) ([]byte, error) {
 	var err error
 	switch format {
 	case "gzip":
-		var z *gzip.Reader
-		if z, err = gzip.NewReader(bytes.NewReader(b)); err == nil {
-			z.Multistream(false)
-			r = z
-		}
+		// Every member of the stream: `cat a.gz b.gz` is one gzip file.
+		r, err = gzip.NewReader(bytes.NewReader(b))
 	case "zlib":
 		r, err = zlib.NewReader(bytes.NewReader(b))
 	case "zstd":
