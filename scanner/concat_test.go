@@ -75,3 +75,19 @@ func TestJoinedLiterals(t *testing.T) {
 		}
 	}
 }
+
+// FuzzJoinedLiterals: any text is read without a panic, the joined
+// literals are never longer than the text, and every keyword end is asked.
+func FuzzJoinedLiterals(f *testing.F) {
+	f.Add(`const t = "ghp_" + "abc" + 'def'; x = "a\"b" "c"`)
+	f.Add("token = (\"a\"\n \"b\") ` + `")
+	f.Add(`"`)
+	f.Fuzz(func(t *testing.T, s string) {
+		if j, ok := joinedLiterals(s); ok && len(j) > len(s) {
+			t.Fatalf("%d bytes from a text of %d", len(j), len(s))
+		}
+		for end := range len(s) + 1 {
+			quotedBeforeJoin(s, end)
+		}
+	})
+}

@@ -172,3 +172,18 @@ func TestHexdumpLayer(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHexdumpLayer: any text is read without a panic, and a dump's bytes
+// are never more than its text.
+func FuzzHexdumpLayer(f *testing.F) {
+	f.Add(dumpAs("xxd", []byte("the token goes here, and more text after it")))
+	f.Add(dumpAs("hexdump -C", []byte("the token goes here, and more text after it")))
+	f.Add(dumpAs("od -c", []byte("the token\tgoes here\n\x00\xff and more")))
+	f.Add("00000000: 61\n0000000\n000000 |x|\n0000000    \\q 777\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		if d, ok := hexdumpLayer(s); ok && len(d) > len(s) {
+			t.Fatalf("%d bytes from a text of %d", len(d), len(s))
+		}
+		dumpAhead(s)
+	})
+}

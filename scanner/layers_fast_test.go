@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// encodedRunsRef is encodedRuns without the skip ahead: byte by byte.
+// encodedRunsRef is encodedRuns without the skip ahead: byte by byte (the
+// runs it reads, wrapped, reversed or in ROT13, are read the same way).
 func encodedRunsRef(s string) []run {
 	var out []run
 	for i := 0; i < len(s); {
@@ -23,9 +24,25 @@ func encodedRunsRef(s string) []run {
 			k++
 		}
 		if j-i >= minBase64Run {
+			if k == j {
+				if end, joined, ok := wrappedRun(s, i, j); ok {
+					if r, ok := decodeRun(joined); ok {
+						r.start, r.end = i, end
+						out = append(out, r)
+						i = end
+						continue
+					}
+				}
+			}
 			if r, ok := decodeRun(s[i:k]); ok {
 				r.start, r.end = i, k
 				out = append(out, r)
+			}
+			if reversedPrefixes.endsOne(s[i:j]) {
+				out = append(out, run{start: i, end: j, enc: encReversed, decoded: reversed(s[i:j])})
+			}
+			if rot13Prefixes.startsOne(s[i:j]) {
+				out = append(out, run{start: i, end: j, enc: encROT13, decoded: rot13(s[i:j])})
 			}
 		}
 		i = k
@@ -41,6 +58,7 @@ func FuzzEncodedRuns(f *testing.F) {
 	f.Add("see ZGF0YSBkYXRhIGRhdGE= and 6869206869206869206869206869206869 ok")
 	f.Add("x." + strings.Repeat("QUJD", 4) + "==" + strings.Repeat("QUJD", 5) + " " + strings.Repeat("a", 15) + "=" + strings.Repeat("YWJj", 4))
 	f.Add(strings.Repeat("the words are short ", 3) + "aGVsbG8gd29ybGQgaGVsbG8")
+	f.Add("x aGVsbG8gd29ybGQgaGVs\nbG8gd29ybGQ= and a line\nnbG8gd29ybGQ=") // wrapped
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := encodedRuns(s), encodedRunsRef(s); !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %+v, want %+v", got, want)
