@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
@@ -69,6 +71,25 @@ func TestScanEndToEnd(t *testing.T) {
 	fw, _ := mw.CreateFormFile("file", "notes.txt")
 	fw.Write([]byte("deploy key " + gh + "\n"))
 	mw.Close()
+	// A directory's secrets as a tarball and as a zip file, uploaded as they
+	// are: no Content-Encoding says that they are compressed.
+	var tgz, zipped bytes.Buffer
+	zw := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(zw)
+	env := []byte("GITHUB_TOKEN=" + gh + "\n")
+	tw.WriteHeader(&tar.Header{Name: "home/.env", Mode: 0o600, Size: int64(len(env))})
+	tw.Write(env)
+	tw.Close()
+	zw.Close()
+	zwr := zip.NewWriter(&zipped)
+	zf, _ := zwr.Create("home/.env")
+	zf.Write(env)
+	zwr.Close()
+	var zmp bytes.Buffer
+	zmw := multipart.NewWriter(&zmp)
+	zfw, _ := zmw.CreateFormFile("file", "backup.zip")
+	zfw.Write(zipped.Bytes())
+	zmw.Close()
 
 	blocked := []struct {
 		name   string
@@ -86,6 +107,9 @@ func TestScanEndToEnd(t *testing.T) {
 		{"base64 in json", "POST", "https://api.example.test/v1/comments", jsonH,
 			[]byte(`{"body":"` + base64.StdEncoding.EncodeToString([]byte("token: "+gh)) + `"}`), "secret-detected"},
 		{"multipart", "POST", "https://api.example.test/v1/upload", http.Header{"Content-Type": {mw.FormDataContentType()}}, mp.Bytes(), "secret-detected"},
+		{"a tarball uploaded as it is", "PUT", "https://api.example.test/v1/upload/backup.tar.gz", http.Header{"Content-Type": {"application/octet-stream"}},
+			tgz.Bytes(), "secret-detected"},
+		{"a zip file in a form", "POST", "https://api.example.test/v1/upload", http.Header{"Content-Type": {zmw.FormDataContentType()}}, zmp.Bytes(), "secret-detected"},
 		{"markdown image to a foreign host", "POST", "https://api.example.test/v1/comments", jsonH,
 			[]byte(`{"body":"Done! ![status](https://collector.evil.test/s.png?d=` + url.QueryEscape("build ok") + `)"}`), "exfil-link"},
 		{"bound credential to another host", "GET", "https://other.example.test/x", http.Header{"Authorization": {"Bearer " + gl}}, nil, "secret-detected"},
