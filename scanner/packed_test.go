@@ -197,6 +197,15 @@ func TestPackedRunLimit(t *testing.T) {
 			t.Errorf("%s: verdict %v, want block by %s:%s", name, res.Verdict, RuleDecompressed, dump(res.Findings))
 		}
 	}
+	// Many tiny compressed runs: each costs a decompressor, past maxUnpacks
+	// a scan stops inflating them.
+	tiny := base64.StdEncoding.EncodeToString(compress(t, "gzip", []byte("hello world")))
+	for n, want := range map[int]Action{maxUnpacks: Pass, maxUnpacks + 1: Block} {
+		res := scanTyped(t, s, "text/plain", strings.Repeat(tiny+" ", n))
+		if res.Verdict != want {
+			t.Errorf("%d tiny runs: verdict %v, want %v:%s", n, res.Verdict, want, dump(res.Findings))
+		}
+	}
 	if res := scanTyped(t, s, "text/plain", strings.Repeat(small+"\n\n", 2)); res.Verdict != Pass {
 		t.Errorf("two runs within the limit: verdict %v:%s", res.Verdict, dump(res.Findings))
 	}

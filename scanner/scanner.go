@@ -472,6 +472,7 @@ type inspectShared struct {
 	lens                    uint64       // clean.lensSum of the lengths
 	tokenLens               map[int]bool // canary and phantom lengths together
 	inflated                atomic.Int64 // bytes compressed runs inflated to (peel), against the body limit
+	unpacked                atomic.Int32 // compressed texts inflated (peel), against maxUnpacks
 }
 
 // inspectGroups inspects top's groups one after the other.
