@@ -154,25 +154,10 @@ func encodedRuns(s string) []run {
 			k++
 		}
 		if j-i >= minBase64Run {
-			if k == j {
-				if end, joined, ok := wrappedRun(s, i, j); ok {
-					if r, ok := decodeRun(joined); ok {
-						r.start, r.end = i, end
-						out = append(out, r)
-						i = end
-						continue
-					}
-				}
-			}
-			if r, ok := decodeRun(s[i:k]); ok {
-				r.start, r.end = i, k
-				out = append(out, r)
-			}
-			if reversedPrefixes.endsOne(s[i:j]) {
-				out = append(out, run{start: i, end: j, enc: encReversed, decoded: reversed(s[i:j])})
-			}
-			if rot13Prefixes.startsOne(s[i:j]) {
-				out = append(out, run{start: i, end: j, enc: encROT13, decoded: rot13(s[i:j])})
+			var end int
+			if out, end = readRun(s, i, j, k, out); end > k {
+				i = end // a wrapped run, read to its last line
+				continue
 			}
 		}
 		i = k
@@ -270,6 +255,32 @@ func withoutLayout(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// readRun appends what the base64 bytes s[i:j] (then padding up to k)
+// read as: a run wrapped over the lines after it (its end, past k, is then
+// returned, and nothing else is read), or the run decoded, backwards or in
+// ROT13. encodedRuns and its byte-by-byte reference share it.
+func readRun(s string, i, j, k int, out []run) ([]run, int) {
+	if k == j {
+		if end, joined, ok := wrappedRun(s, i, j); ok {
+			if r, ok := decodeRun(joined); ok {
+				r.start, r.end = i, end
+				return append(out, r), end
+			}
+		}
+	}
+	if r, ok := decodeRun(s[i:k]); ok {
+		r.start, r.end = i, k
+		out = append(out, r)
+	}
+	if reversedPrefixes.endsOne(s[i:j]) {
+		out = append(out, run{start: i, end: j, enc: encReversed, decoded: reversed(s[i:j])})
+	}
+	if rot13Prefixes.startsOne(s[i:j]) {
+		out = append(out, run{start: i, end: j, enc: encROT13, decoded: rot13(s[i:j])})
+	}
+	return out, k
 }
 
 func isB64(c byte) bool { return b64Chars[c] }

@@ -24,25 +24,10 @@ func encodedRunsRef(s string) []run {
 			k++
 		}
 		if j-i >= minBase64Run {
-			if k == j {
-				if end, joined, ok := wrappedRun(s, i, j); ok {
-					if r, ok := decodeRun(joined); ok {
-						r.start, r.end = i, end
-						out = append(out, r)
-						i = end
-						continue
-					}
-				}
-			}
-			if r, ok := decodeRun(s[i:k]); ok {
-				r.start, r.end = i, k
-				out = append(out, r)
-			}
-			if reversedPrefixes.endsOne(s[i:j]) {
-				out = append(out, run{start: i, end: j, enc: encReversed, decoded: reversed(s[i:j])})
-			}
-			if rot13Prefixes.startsOne(s[i:j]) {
-				out = append(out, run{start: i, end: j, enc: encROT13, decoded: rot13(s[i:j])})
+			var end int
+			if out, end = readRun(s, i, j, k, out); end > k {
+				i = end // a wrapped run, read to its last line
+				continue
 			}
 		}
 		i = k

@@ -297,3 +297,21 @@ func TestPackedBodyHidesNoToken(t *testing.T) {
 		}
 	}
 }
+
+// A secret found in compressed data that the policy redacts is blocked: the
+// data is not compressed again with the mask, and the check after
+// redaction still finds it, also where gzip stored it as it is.
+func TestPackedRunRedactionBlocks(t *testing.T) {
+	s := testScanner(t)
+	s.Policy.Actions = map[string]Action{"github-pat": Redact}
+	tok := MustFake(t, "github-pat")
+	var stored bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&stored, gzip.NoCompression)
+	zw.Write([]byte("token=" + tok))
+	zw.Close()
+	for name, b := range map[string][]byte{"deflated": compress(t, "gzip", []byte("token="+tok)), "stored": stored.Bytes()} {
+		if res := scanTyped(t, s, "text/plain", "data="+base64.StdEncoding.EncodeToString(b)); res.Verdict != Block {
+			t.Errorf("%s: verdict %v, want block:%s", name, res.Verdict, dump(res.Findings))
+		}
+	}
+}

@@ -510,9 +510,7 @@ func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segmen
 		if err != nil {
 			return nil, err
 		}
-		if len(over) > 0 {
-			found, cacheable = append(found, over...), false
-		}
+		found = append(found, over...)
 		found = append(found, s.detect(det, segs, found)...)
 		found = s.withCanaries(segs, found, sh.canaryLens)
 		found = s.withPhantoms(req, segs, found, sh.phantomLens)
