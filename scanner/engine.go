@@ -486,10 +486,8 @@ func stopwordBesideNoKey(a *config.Allowlist, secret string) bool {
 		return false
 	}
 	rest := strings.ToLower(secret)
-	for _, w := range a.StopWords {
-		if w = strings.ToLower(w); w != "" {
-			rest = strings.ReplaceAll(rest, w, " ")
-		}
+	for _, w := range stopIndexOf(a).in(rest) {
+		rest = strings.ReplaceAll(rest, w, " ")
 	}
 	return !randomRun(rest)
 }
@@ -512,10 +510,7 @@ func onlyStopword(a *config.Allowlist, secret string) bool {
 		return false
 	}
 	lower := strings.ToLower(secret)
-	for _, w := range a.StopWords {
-		if w = strings.ToLower(w); w == "" || !strings.Contains(lower, w) {
-			continue
-		}
+	for _, w := range stopIndexOf(a).in(lower) {
 		rest := 0
 		for _, c := range []byte(strings.ReplaceAll(lower, w, "")) {
 			if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
