@@ -1,6 +1,9 @@
 package scanner
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Kinds and rule ids of Sluice's own detectors. Every rule id is its own
 // entry in Policy.Actions (scanning.actions); KindInjection also names the
@@ -59,16 +62,16 @@ type detector struct {
 
 // detectors run over every segment, after the rule engine.
 var detectors = []detector{
-	{name: "cards", needs: fCardDigits, fn: detectCards},
-	{name: "iban", needs: fIBAN, fn: detectIBAN},
+	{name: "cards", needs: fCardDigits, applies: unjoined, fn: detectCards},
+	{name: "iban", needs: fIBAN, applies: unjoined, fn: detectIBAN},
 	{name: "crypto-base58", needs: fBase58, fn: detectBase58Keys, inSpans: detectBase58KeysIn,
 		spans: func(m *featureMarks) [][2]int { return m.words58 }},
 	{name: "crypto-bech32", needs: fBech32, fn: detectBech32},
-	{name: "crypto-eth", needs: fEth, fn: detectEthAddress},
-	{name: "crypto-hex-key", needs: fLongRun, fn: detectHexKey},
+	{name: "crypto-eth", needs: fEth, applies: unjoined, fn: detectEthAddress},
+	{name: "crypto-hex-key", needs: fLongRun, applies: unjoined, fn: detectHexKey},
 	{name: "mnemonic", needs: fWords, fn: detectMnemonic, inSpans: detectMnemonicIn,
 		spans: func(m *featureMarks) [][2]int { return m.phrases }},
-	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body }, fn: detectEnv},
+	{name: "env", needs: fAssign, applies: func(g *segment) bool { return g.body && unjoined(g) }, fn: detectEnv},
 	{name: "keyshape", needs: fKeyShape, fn: detectKeyShapes},
 	{name: "jwt", needs: fJWT, fn: detectJWT},
 	{name: "path-entropy", applies: func(g *segment) bool { return g.where == "url" && g.depth == 0 }, fn: detectPathEntropy},
@@ -78,6 +81,13 @@ var detectors = []detector{
 	// A hex run long enough to hold a key is a long base64-alphabet run.
 	{name: "aws-secret-in-hex", needs: fLongRun, applies: func(g *segment) bool { return g.depth == 0 }, fn: detectAWSSecretInHex},
 }
+
+// unjoined reports a segment that is not fields' pieces joined
+// (fieldjoin.go): numbers, hex and NAME=value lines that the detectors
+// without a checksum or a provider's prefix read as secrets are made by
+// joining ordinary ids and hashes (?user=41234&item=98765432 joins into a
+// number that passes Luhn for a Visa card).
+func unjoined(g *segment) bool { return !slices.Contains(g.chain, encJoinedFields) }
 
 // detect runs the own detectors over the segments. A secret that a finding
 // of the rule engine already holds in the same place is left to that

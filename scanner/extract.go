@@ -71,10 +71,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-// headerSegments are "Name: value" lines, one per value.
-func headerSegments(h http.Header) []*segment {
+// headerSegments are "Name: value" lines, one per value; names are h's,
+// sorted.
+func headerSegments(h http.Header, names []string) []*segment {
 	var out []*segment
-	for _, name := range sortedKeys(h) {
+	for _, name := range names {
 		cn := http.CanonicalHeaderKey(name)
 		if cn == "Proxy-Authorization" {
 			continue

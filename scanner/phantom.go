@@ -1,6 +1,9 @@
 package scanner
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // KindPhantom is the kind of a finding of a phantom credential outside its
 // bound place; RulePhantom prefixes its rule ("phantom-misuse:github").
@@ -37,6 +40,11 @@ func (s *Scanner) withPhantoms(req *Request, segs []*segment, found []Finding, l
 			return
 		}
 		tokens = append(tokens, tok)
+		if slices.Contains(g.chain, encJoinedFields) {
+			// Swapped only whole in its place, a phantom cut into fields
+			// carries nothing real; and one in its place is in the pieces.
+			return
+		}
 		key := fp + "\x00" + g.where + "\x00" + g.decoding()
 		if seen[key] {
 			return

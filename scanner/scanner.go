@@ -234,7 +234,9 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 		segs = append(segs, urlSegments(req.URL)...)
 		extra = append(extra, urlEntropy(req.URL)...)
 	}
-	segs = append(segs, headerSegments(req.Header)...)
+	names := sortedKeys(req.Header)
+	segs = append(segs, headerSegments(req.Header, names)...)
+	segs = append(segs, s.fieldJoins(req.URL, req.Header, names)...)
 
 	var raw []byte
 	var encodings []string
@@ -317,6 +319,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 			}
 			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body", Snippet: snippet})
 			segs = append(segs, bodySegments(head, req.Header.Get("Content-Type"), headEnc, ar)...)
+			segs = append(segs, s.formJoins(head, req.Header.Get("Content-Type"), headEnc)...)
 			res.Body, res.BodyLen = io.MultiReader(bytes.NewReader(raw), req.Body), -1
 			raw, pooled = nil, nil // raw is read on: the collector takes its buffer
 		} else {
@@ -340,6 +343,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 			default:
 				plain = p
 				segs = append(segs, bodySegments(plain, ct, encodings, ar)...)
+				segs = append(segs, s.formJoins(plain, ct, encodings)...)
 			}
 		}
 	}
@@ -554,9 +558,14 @@ func (s *Scanner) withCanaries(segs []*segment, found []Finding, lengths map[int
 
 // decide assigns actions, drops bound credentials and sets the verdict.
 func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
+	var bound []secretText // joined fields that hold one of these are bound too
 	for i := range found {
 		f := &found[i]
 		if s.Policy.bound(tenant, host, f) || f.basic && s.Policy.bound(tenant, host, plainCopy(f)) {
+			bound = append(bound, f.secret)
+			continue
+		}
+		if joinedField(*f) && slices.ContainsFunc(bound, func(b secretText) bool { return strings.Contains(string(f.secret), string(b)) }) {
 			continue
 		}
 		f.Action = s.Policy.action(tenant, s.Rules.actions, f)
@@ -600,6 +609,7 @@ func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
 	slices.SortFunc(secrets, func(a, b string) int { return len(a) - len(b) })
 	for i := range res.Findings {
 		res.Findings[i].Where = safeWhere(res.Findings[i].Where, secrets)
+		res.Findings[i].Snippet = maskPieces(res.Findings[i].Snippet, secrets)
 	}
 	// An oversize body cannot be redacted: redactions become blocks.
 	if res.Verdict == Redact && res.BodyLen < 0 && hasBodyRedaction(res.Findings) {

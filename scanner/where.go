@@ -41,25 +41,58 @@ func safeWhere(where string, secrets []string) string {
 			lw = lw[:i] + "[redacted]" + lw[i+len(ls):]
 		}
 	}
+	return maskPieces(maskRuns(where, isNameToken, looksLikeData), secrets)
+}
+
+// maskRuns is s with each run of the bytes in says to hide masked.
+func maskRuns(s string, in func(byte) bool, hide func(run string) bool) string {
 	var b strings.Builder
-	for i := 0; i < len(where); {
-		if !isNameToken(where[i]) {
-			b.WriteByte(where[i])
+	for i := 0; i < len(s); {
+		if !in(s[i]) {
+			b.WriteByte(s[i])
 			i++
 			continue
 		}
 		j := i
-		for j < len(where) && isNameToken(where[j]) {
+		for j < len(s) && in(s[j]) {
 			j++
 		}
-		if looksLikeData(where[i:j]) {
+		if hide(s[i:j]) {
 			b.WriteString("[REDACTED]")
 		} else {
-			b.WriteString(where[i:j])
+			b.WriteString(s[i:j])
 		}
 		i = j
 	}
 	return b.String()
+}
+
+// minPiece is the shortest run of a location or of evidence that is
+// masked as a piece of a secret: a token sent in pieces (fieldjoin.go) has
+// them beside other findings, in query and header names and in snippets'
+// context. Shorter, it would mask the 4-character marker a snippet shows.
+const minPiece = 5
+
+// maskPieces masks the runs of s that may be pieces of a token (letters,
+// digits, '_', '-' and '+': a location's and a snippet's '.', '/' and '='
+// join a piece to a name) and are part of one of secrets (lowercased).
+func maskPieces(s string, secrets []string) string {
+	if len(secrets) == 0 {
+		return s
+	}
+	return maskRuns(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '+' },
+		func(run string) bool {
+			if len(run) < minPiece {
+				return false
+			}
+			lr := strings.ToLower(run)
+			for _, s := range secrets {
+				if len(s) >= minJoinedLen && strings.Contains(s, lr) {
+					return true
+				}
+			}
+			return false
+		})
 }
 
 func looksLikeData(run string) bool {
@@ -82,8 +115,27 @@ func looksLikeData(run string) bool {
 // that has its own finding.
 func dropCovered(found []Finding) []Finding {
 	out := found[:0:0]
-	for _, f := range found {
+	for i, f := range found {
 		covered := false
+		if joinedField(f) {
+			// Pieces joined find again what a field held whole (also
+			// with the next piece, by a rule of a shape that reads on:
+			// an API key's shape around a provider's key), and a run's
+			// first pieces what all of it holds. A field's match that a
+			// joined one holds is otherwise another matter: the field
+			// held a part of it.
+			shape := f.Rule == RuleKeyShape || f.Rule == genericRule
+			for j, o := range found {
+				switch {
+				case o.secret == "" || j == i || o.Kind != KindSecret:
+				case !joinedField(o):
+					covered = covered || strings.Contains(string(o.secret), string(f.secret)) ||
+						shape && o.Rule != f.Rule && strings.Contains(string(f.secret), string(o.secret))
+				default:
+					covered = covered || strings.Contains(string(o.secret), string(f.secret)) && (o.secret != f.secret || j < i)
+				}
+			}
+		}
 		if f.Rule == RuleURLEntropy {
 			for _, o := range found {
 				if o.Kind != KindExfilLink && o.secret != "" && strings.Contains(string(f.secret), string(o.secret)) {
@@ -97,6 +149,8 @@ func dropCovered(found []Finding) []Finding {
 	}
 	return out
 }
+
+func joinedField(f Finding) bool { return strings.HasSuffix(f.Decoding, encJoinedFields) }
 
 // maxSafePath bounds the path SafePath reads: an incident keeps less.
 const maxSafePath = 4096
@@ -123,6 +177,9 @@ func safePath(p string, fs []Finding) string {
 	for _, f := range fs {
 		if !strings.HasPrefix(f.Where, "url") || f.secret == "" {
 			continue
+		}
+		if f.Where == "url:path.*" {
+			return "/[REDACTED]" // cut across the path's segments: no one of them is the secret
 		}
 		inURL = true
 		p = strings.ReplaceAll(p, string(f.secret), mask(string(f.secret)))

@@ -1,0 +1,267 @@
+package scanner
+
+import (
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// A token cut at the edges of a request's fields (?a=ghp_AbCd&b=EfGh…,
+// /ghp_AbCd/EfGh…, X-A: ghp_AbCd and X-B: EfGh…, a cookie per piece, a
+// form field per piece) is in no one segment, and no pattern sees it
+// whole. fieldJoins joins such pieces, in the order the request gives
+// them, where a rule's keyword says a token may start.
+
+// encJoinedFields names the layer of field pieces joined.
+const encJoinedFields = "joined-fields"
+
+const (
+	maxFieldPiece  = 128      // the longest value that counts as a piece
+	maxFieldPieces = 64       // the pieces of one family looked at
+	maxJoinedSpan  = 320      // the longest run of pieces joined (longer than any token format)
+	maxSpanPieces  = 12       // and the most pieces in it
+	maxJoinedText  = 16 << 10 // the joined runs of one family, at most
+)
+
+// fieldJoins is a segment for each family of the request's fields whose
+// pieces join around a keyword (joiner.spans): the path's segments, the
+// query's values, its names, each parameter's name and value
+// (?ghp_AbCd=EfGh…), header values (names is h's, sorted: net/http keeps
+// no order), cookie values, and each cookie's name and value.
+func (s *Scanner) fieldJoins(u *url.URL, h http.Header, names []string) []*segment {
+	j := joiner{kw: s.Rules.eng.kw}
+	if u != nil {
+		j.start("url:path.*")
+		for p := range strings.SplitSeq(u.Path, "/") {
+			j.add(p)
+		}
+		j.end()
+		if u.RawQuery != "" {
+			for part := range 3 { // values, names, each name with its value
+				j.start("url:query.*")
+				for kv := range strings.SplitSeq(u.RawQuery, "&") {
+					k, v, _ := strings.Cut(kv, "=")
+					switch part {
+					case 0:
+						j.add(queryUnescape(v))
+					case 1:
+						j.add(queryUnescape(k))
+					default:
+						j.pair(queryUnescape(k), queryUnescape(v))
+					}
+				}
+				j.end()
+			}
+		}
+	}
+	if len(h) > 0 {
+		j.start("header:*")
+		for _, k := range names {
+			if c := http.CanonicalHeaderKey(k); c != "Proxy-Authorization" && c != "Cookie" {
+				for _, v := range h[k] {
+					j.add(v)
+				}
+			}
+		}
+		j.end()
+		if cookies := h.Values("Cookie"); len(cookies) > 0 {
+			for part := range 2 { // values, each name with its value
+				j.start("header:Cookie")
+				for _, line := range cookies {
+					for c := range strings.SplitSeq(line, ";") {
+						name, v, _ := strings.Cut(strings.TrimSpace(c), "=")
+						if part == 0 {
+							j.add(v)
+						} else {
+							j.pair(name, v)
+						}
+					}
+				}
+				j.end()
+			}
+		}
+	}
+	return j.segments(nil, false)
+}
+
+// formJoins is fieldJoins for a form body: its values in the body's order,
+// and each field's name and value.
+func (s *Scanner) formJoins(body []byte, contentType string, chain []string) []*segment {
+	if mt, _, _ := mime.ParseMediaType(contentType); mt != "application/x-www-form-urlencoded" {
+		return nil
+	}
+	j := joiner{kw: s.Rules.eng.kw}
+	for part := range 2 {
+		j.start("form:*")
+		for kv := range strings.SplitSeq(bytesString(body), "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if part == 0 {
+				j.add(queryUnescape(v))
+			} else {
+				j.pair(queryUnescape(k), queryUnescape(v))
+			}
+		}
+		j.end()
+	}
+	return j.segments(chain, true)
+}
+
+func queryUnescape(s string) string {
+	if d, err := url.QueryUnescape(s); err == nil {
+		return d
+	}
+	return s
+}
+
+// joiner joins the runs of pieces of one family after another (start,
+// add, end), and collects what it joined by where, a line each. A family
+// without a keyword allocates nothing.
+type joiner struct {
+	kw    *keywordSet
+	where string
+	run   [maxSpanRun]string // the run of pieces being added
+	n     int                // pieces in run
+	seen  int                // pieces of the family so far
+	buf   []byte             // the run joined
+	ends  [maxSpanRun]int    // where each piece of the run ends in buf
+	texts map[string]*strings.Builder
+	order []string
+}
+
+// maxSpanRun is the most pieces of a run joined at once: a longer run is
+// joined in parts that overlap by maxSpanPieces.
+const maxSpanRun = 32
+
+func (j *joiner) start(where string) { j.where, j.n, j.seen = where, 0, 0 }
+
+// add adds a value of the family: empty values are skipped, a value that
+// is no piece (fieldPiece) ends the run, and the family's pieces after
+// maxFieldPieces are not read.
+func (j *joiner) add(p string) {
+	if p == "" || j.seen >= maxFieldPieces {
+		return
+	}
+	j.seen++
+	if !fieldPiece(p) {
+		j.end()
+		return
+	}
+	if j.n == maxSpanRun {
+		j.spans()
+		keep := maxSpanPieces - 1
+		copy(j.run[:keep], j.run[j.n-keep:j.n])
+		j.n = keep
+	}
+	j.run[j.n] = p
+	j.n++
+}
+
+// end joins the run added so far.
+func (j *joiner) end() {
+	j.spans()
+	j.n = 0
+}
+
+// pair joins a name and its value alone, as a run of their own.
+func (j *joiner) pair(name, value string) {
+	if len(name)+len(value) < minJoinedLen || !fieldPiece(name) || !fieldPiece(value) {
+		return
+	}
+	j.run[0], j.run[1], j.n = name, value, 2
+	j.end()
+}
+
+func (j *joiner) text() *strings.Builder {
+	if b, ok := j.texts[j.where]; ok {
+		return b
+	}
+	if j.texts == nil {
+		j.texts = map[string]*strings.Builder{}
+	}
+	b := &strings.Builder{}
+	j.texts[j.where], j.order = b, append(j.order, j.where)
+	return b
+}
+
+// spans writes, for each rule keyword in the run's pieces joined, the runs
+// of two or more consecutive pieces around it, from minJoinedLen to
+// maxJoinedSpan bytes and at most maxSpanPieces pieces long, one per line.
+// A token cut at the pieces' edges is then one line, whole, and the line's
+// ends are the edges a pattern wants around it (a pattern that wants \b
+// before "sk_live_" would not find it after another piece). A run without
+// a keyword costs one pass of the automaton: the rules' matches all hold
+// one of their keywords.
+func (j *joiner) spans() {
+	if j.n < 2 {
+		return
+	}
+	j.buf = j.buf[:0]
+	for k, p := range j.run[:j.n] {
+		j.buf = append(j.buf, p...)
+		j.ends[k] = len(j.buf)
+	}
+	joined := bytesString(j.buf)
+	ends := j.ends[:j.n]
+	pieceAt := func(off int) int {
+		k, _ := slices.BinarySearch(ends, off+1)
+		return k
+	}
+	var done map[[2]int]bool
+	j.kw.each(joined, func(start, id int) {
+		first, last := pieceAt(start), pieceAt(start+j.kw.lens[id]-1)
+		for a := first; a >= 0 && a > first-maxSpanPieces; a-- {
+			from := 0
+			if a > 0 {
+				from = ends[a-1]
+			}
+			if ends[last]-from > maxJoinedSpan {
+				break
+			}
+			for z := max(last, a+1); z < len(ends) && z-a < maxSpanPieces && ends[z]-from <= maxJoinedSpan; z++ {
+				if ends[z]-from < minJoinedLen || done[[2]int{a, z}] {
+					continue
+				}
+				b := j.text()
+				if b.Len()+ends[z]-from+1 > maxJoinedText {
+					return
+				}
+				if done == nil {
+					done = map[[2]int]bool{}
+				}
+				done[[2]int{a, z}] = true
+				b.WriteString(joined[from:ends[z]])
+				b.WriteByte('\n')
+			}
+		}
+	})
+}
+
+// segments are the joined texts, each of the layers in chain.
+func (j *joiner) segments(chain []string, body bool) []*segment {
+	var out []*segment
+	for _, w := range j.order {
+		if b := j.texts[w]; b.Len() > 0 {
+			out = append(out, &segment{where: w, chain: append(chain[:len(chain):len(chain)], encJoinedFields), text: b.String(), body: body})
+		}
+	}
+	return out
+}
+
+// fieldPiece reports a value that may be a piece of a token: at most
+// maxFieldPiece letters, digits and the punctuation of token formats and
+// their encodings ('_', '-', '.', '+', '/', '=').
+func fieldPiece(v string) bool {
+	if len(v) > maxFieldPiece {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case isAlnum(c), c == '_', c == '-', c == '.', c == '+', c == '/', c == '=':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,97 @@
+package scanner
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// A token cut into a request's fields is found: in the query, the path, the
+// headers, the cookies and a form, in three pieces at any cut, of formats
+// whose patterns want an edge before or after the token (stripe, slack)
+// and of ones that do not (github).
+func TestFieldPiecesHideNoToken(t *testing.T) {
+	s := testScanner(t)
+	u := func(raw string) *url.URL { return mustURL(t, raw) }
+	for _, kind := range []string{"github-pat", "aws-access-token", "stripe-access-token", "slack-bot-token", "gitlab-pat", "anthropic-api-key"} {
+		tok := MustFake(t, kind)
+		for _, cut := range [][2]int{{2, 9}, {len(tok) / 3, 2 * len(tok) / 3}, {5, len(tok) - 3}} {
+			a, b, c := tok[:cut[0]], tok[cut[0]:cut[1]], tok[cut[1]:]
+			q := url.QueryEscape
+			for name, r := range map[string]*Request{
+				"query":            {URL: u("https://x.test/p?v=2&z=" + q(a) + "&b=" + q(b) + "&a=" + q(c) + "&page=3")},
+				"one name":         {URL: u("https://x.test/p?d=" + q(a) + "&d=" + q(b) + "&d=" + q(c))},
+				"query names":      {URL: u("https://x.test/p?" + q(a) + "&" + q(b) + "&" + q(c))},
+				"name and value":   {URL: u("https://x.test/p?" + q(a+b) + "=" + q(c))},
+				"path":             {URL: u("https://x.test/api/" + a + "/" + b + "/" + c + "/x")},
+				"headers":          {URL: u("https://x.test/"), Header: http.Header{"X-A": {a}, "X-B": {b}, "X-C": {c}, "Accept-Encoding": {"gzip"}}},
+				"cookies":          {URL: u("https://x.test/"), Header: http.Header{"Cookie": {"z=" + a + "; a=" + b + "; m=" + c + "; theme=dark"}}},
+				"cookie name":      {URL: u("https://x.test/"), Header: http.Header{"Cookie": {a + b + "=" + c}}},
+				"form":             {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: strings.NewReader("user=bob&z=" + q(a) + "&a=" + q(b) + "&b=" + q(c))},
+				"form name, value": {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: strings.NewReader(q(a+b) + "=" + q(c))},
+			} {
+				res, err := s.Scan(context.Background(), r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The pattern may read on into the next piece (stripe's
+				// reads any number of letters): the token, and perhaps more.
+				found := false
+				for _, f := range res.Findings {
+					found = found || strings.Contains(string(f.secret), tok) && strings.HasSuffix(f.Decoding, encJoinedFields)
+				}
+				if res.Verdict != Block || !found {
+					t.Errorf("%s cut at %v in %s: %v:%s", kind, cut, name, res.Verdict, dump(res.Findings))
+				}
+				for _, f := range res.Findings {
+					if strings.Contains(f.Where+f.Snippet, b) {
+						t.Errorf("%s in %s: a piece in clear in %q %q", kind, name, f.Where, f.Snippet)
+					}
+				}
+				if name == "path" && strings.Contains(res.Path, b) {
+					t.Errorf("%s: the path keeps a piece: %q", kind, res.Path)
+				}
+			}
+		}
+	}
+}
+
+// What a client sends on every request joins into nothing found: an SDK's
+// headers, ids and hashes in a query, a credential bound to its host in its
+// header beside other values, a phantom in its place.
+func TestFieldPiecesOfOrdinaryRequests(t *testing.T) {
+	s := testScanner(t)
+	key := MustFake(t, "anthropic-api-key")
+	sdk := http.Header{
+		"User-Agent": {"Anthropic/JS 0.30.1"}, "X-Stainless-Arch": {"x64"}, "X-Stainless-Lang": {"js"}, "X-Stainless-Os": {"Linux"},
+		"X-Stainless-Package-Version": {"0.30.1"}, "X-Stainless-Runtime": {"node"}, "X-Stainless-Runtime-Version": {"v20.20.2"},
+		"Accept": {"application/json"}, "Content-Type": {"application/json"}, "Anthropic-Version": {"2023-06-01"},
+		"Idempotency-Key": {"stainless-node-retry-3f2b9c1e-8a7d-4e2f-9b1c-0d5e6f7a8b9c"}, "X-Stainless-Retry-Count": {"0"},
+		"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, "X-Api-Key": {key}, "X-Stainless-Timeout": {"600"},
+	}
+	for name, r := range map[string]*Request{
+		"bound key in an SDK's headers": {Host: "api.anthropic.com", URL: mustURL(t, "https://api.anthropic.com/v1/messages"), Header: sdk},
+		"ids and hashes":                {URL: mustURL(t, "https://x.test/repos/acme/widget/commits/4bf92f3577b34da6a3ce929d0e0e4736?per_page=100&page=3&sha=00f067aa0ba902b7&since=2024-01-15T00:00:00Z&user=41234&item=98765432")},
+		"a form": {URL: mustURL(t, "https://x.test/login"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+			Body: strings.NewReader("grant_type=client_credentials&client_id=sluice-ci&scope=read%3Apackages&state=af0ifjsldkj")},
+		"cookies": {URL: mustURL(t, "https://x.test/"), Header: http.Header{"Cookie": {"_ga=GA1.2.1234567890.1700000000; _gid=GA1.2.987654321.1700000000; theme=dark; lang=en"}}},
+	} {
+		res, err := s.Scan(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Pass {
+			t.Errorf("%s: %v:%s", name, res.Verdict, dump(res.Findings))
+		}
+	}
+	// The bound key to another host is refused, once.
+	res, err := s.Scan(context.Background(), &Request{Host: "collector.test", URL: mustURL(t, "https://collector.test/"), Header: sdk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Block || len(res.Findings) != 1 || strings.HasSuffix(res.Findings[0].Decoding, encJoinedFields) {
+		t.Errorf("the key to a foreign host: %v:%s", res.Verdict, dump(res.Findings))
+	}
+}
