@@ -33,6 +33,11 @@ type Scanning struct {
 	// on every turn, is not scanned again: 0 its default
 	// (scanner.DefaultCleanCacheEntries, 2 MiB), -1 none.
 	CleanCacheEntries int `yaml:"clean_cache_entries"`
+	// TrailEntries bounds how many sandboxes × hosts the scanner remembers
+	// the last pieces of requests' fields for, to find a token sent a
+	// piece a request: 0 its default (scanner.DefaultTrailEntries, at most
+	// 4 KiB each), -1 none.
+	TrailEntries int `yaml:"trail_entries"`
 	// RulePacks are extra gitleaks TOML rule packs (relative to the config
 	// file), layered over the defaults and the shipped packs.
 	RulePacks []string `yaml:"rule_packs"`
@@ -78,6 +83,7 @@ func (c *Config) ScannerOptions(createKey bool) scanner.Options {
 		DecodeDepth:       c.Scanning.DecodeDepth,
 		Timeout:           time.Duration(c.Scanning.Timeout),
 		CleanCacheEntries: c.Scanning.CleanCacheEntries,
+		TrailEntries:      c.Scanning.TrailEntries,
 	}
 }
 
@@ -87,6 +93,9 @@ const MaxDecodeDepth = 8
 // MaxCleanCacheEntries bounds scanning.clean_cache_entries: 256 MiB of
 // entries.
 const MaxCleanCacheEntries = 1 << 24
+
+// MaxTrailEntries bounds scanning.trail_entries: 1 GiB of pieces.
+const MaxTrailEntries = 1 << 18
 
 // validateScanning checks the scanning keys beyond the body limit.
 func (v *validator) scanning() {
@@ -99,6 +108,9 @@ func (v *validator) scanning() {
 	}
 	if s.CleanCacheEntries < -1 || s.CleanCacheEntries > MaxCleanCacheEntries {
 		v.fail("scanning.clean_cache_entries", "got %d, want -1 (none), 0 (default) or up to %d", s.CleanCacheEntries, MaxCleanCacheEntries)
+	}
+	if s.TrailEntries < -1 || s.TrailEntries > MaxTrailEntries {
+		v.fail("scanning.trail_entries", "got %d, want -1 (none), 0 (default) or up to %d", s.TrailEntries, MaxTrailEntries)
 	}
 	for i, p := range s.RulePacks {
 		if strings.TrimSpace(p) == "" {

@@ -59,6 +59,7 @@ func TestScanningGood(t *testing.T) {
 func TestScanningBad(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"depth", "  decode_depth: 9\n", "scan.yaml:6: scanning.decode_depth: got 9"},
+		{"trail", "  trail_entries: -2\n", "scan.yaml:6: scanning.trail_entries: got -2"},
 		{"depth negative", "  decode_depth: -2\n", "scan.yaml:6: scanning.decode_depth"},
 		{"timeout", "  timeout: -1s\n", "scan.yaml:6: scanning.timeout: bad duration"},
 		{"action", "  actions: {github-pat: drop}\n", `scan.yaml:6: scanning.actions.github-pat: got "drop"`},
@@ -86,12 +87,12 @@ func TestScanningBad(t *testing.T) {
 // TestScannerOptions: rule packs are found beside the config file, the keys
 // reach the scanner's options, and the key is created only when asked.
 func TestScannerOptions(t *testing.T) {
-	c, err := Parse([]byte(scanBase+"  rule_packs: [packs/extra.yaml]\n  decode_depth: 3\n  timeout: 2s\n  on_oversize: forward\n  clean_cache_entries: -1\n"), "/etc/sluice/sluice.yaml")
+	c, err := Parse([]byte(scanBase+"  rule_packs: [packs/extra.yaml]\n  decode_depth: 3\n  timeout: 2s\n  on_oversize: forward\n  clean_cache_entries: -1\n  trail_entries: 64\n"), "/etc/sluice/sluice.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := c.ScannerOptions(false)
-	if len(o.RulePacks) != 1 || o.RulePacks[0] != "/etc/sluice/packs/extra.yaml" || o.DecodeDepth != 3 || o.Timeout != 2*time.Second || o.CleanCacheEntries != -1 ||
+	if len(o.RulePacks) != 1 || o.RulePacks[0] != "/etc/sluice/packs/extra.yaml" || o.DecodeDepth != 3 || o.Timeout != 2*time.Second || o.CleanCacheEntries != -1 || o.TrailEntries != 64 ||
 		!o.Policy.ForwardOversize || o.CreateKey || o.DataDir != c.DataPath() {
 		t.Fatalf("options %+v", o)
 	}

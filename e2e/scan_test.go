@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -101,6 +102,8 @@ func TestScanEndToEnd(t *testing.T) {
 	}{
 		{"url", "GET", "https://api.example.test/v1/search?q=" + gh, nil, nil, "secret-detected"},
 		{"header", "GET", "https://api.example.test/v1/x", http.Header{"X-Debug": {"token " + gh}}, nil, "secret-detected"},
+		{"a token cut into query values", "GET", "https://api.example.test/v1/search?a=" + gh[:3] + "&b=" + gh[3:17] + "&c=" + gh[17:] + "&page=2", nil, nil, "secret-detected"},
+		{"a token cut into headers", "GET", "https://api.example.test/v1/x", http.Header{"X-A": {aws[:2]}, "X-B": {aws[2:11]}, "X-C": {aws[11:]}}, nil, "secret-detected"},
 		{"json body", "POST", "https://api.example.test/v1/comments", jsonH, []byte(`{"body":"` + gh + `"}`), "secret-detected"},
 		{"gzip body", "POST", "https://api.example.test/v1/comments", http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}},
 			gz([]byte(`{"body":"` + gh + `"}`)), "secret-detected"},
@@ -131,6 +134,20 @@ func TestScanEndToEnd(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a token sent a piece a request is refused when it is whole", func(t *testing.T) {
+		tok := fake(t, "github-pat")
+		pieces := []string{tok[:3], tok[3:14], tok[14:]}
+		for i, p := range pieces {
+			code, reason, upstream := send(t, "GET", "https://api.example.test/v1/ping?piece="+p+"&n="+strconv.Itoa(i), nil, nil)
+			if i < len(pieces)-1 && (code != http.StatusOK || upstream != 1) {
+				t.Fatalf("piece %d: got %d %q, %d upstream requests", i, code, reason, upstream)
+			}
+			if i == len(pieces)-1 && (code != http.StatusForbidden || reason != "secret-detected" || upstream != 0) {
+				t.Fatalf("the last piece: got %d %q, %d upstream requests", code, reason, upstream)
+			}
+		}
+	})
 
 	t.Run("bound credential passes to its own host", func(t *testing.T) {
 		code, reason, upstream := send(t, "GET", "https://api.example.test/v1/user", http.Header{"Authorization": {"Bearer " + gl}}, nil)

@@ -52,6 +52,9 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	hdr, wsKey := withoutWebSocketKey(r.Header)
 	req := &scanner.Request{
 		Tenant: id.Tenant, Host: host, URL: r.URL, Header: hdr,
+		// A run's requests are one sandbox's; without a run, its tenant
+		// and class are.
+		Source: id.Class + "/" + id.Run,
 		// A link leads outside when the client could not open that host.
 		Allowed: g.linkAllowed(id),
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,8 +191,12 @@ func reportCPU(b *testing.B, cpu time.Duration, size int) {
 
 // BenchmarkScanHeaders is the scan of a request without a body, as every
 // kept-alive GET through the gateway pays it: the URL and the header set of
-// a package-manager fetch and of a small API call. The canaries variant adds
-// a canary store in a directory (its generation file read on every scan).
+// a package-manager fetch, of a small API call and of a model SDK's call
+// (its Idempotency-Key is a generic-api-key match on every request). The
+// canaries variant adds a canary store in a directory (its generation file
+// read on every scan); the changing variant changes a query value and a
+// header on every request, as paging with request ids does (the trail
+// records and joins them, trail.go).
 func BenchmarkScanHeaders(b *testing.B) {
 	sets := map[string]http.Header{
 		"package-get": {
@@ -207,6 +212,12 @@ func BenchmarkScanHeaders(b *testing.B) {
 			"Accept-Encoding": {"gzip"},
 			"X-Request-Id":    {"6d1f3c0e-8a4b-4f2e-9c7d-2b5a1e0f9d3c"},
 		},
+		"sdk-headers": {
+			"User-Agent": {"Anthropic/JS 0.30.1"}, "X-Stainless-Arch": {"x64"}, "X-Stainless-Lang": {"js"}, "X-Stainless-Os": {"Linux"},
+			"X-Stainless-Package-Version": {"0.30.1"}, "X-Stainless-Runtime": {"node"}, "X-Stainless-Runtime-Version": {"v20.20.2"},
+			"Accept": {"application/json"}, "Anthropic-Version": {"2023-06-01"}, "X-Stainless-Retry-Count": {"0"},
+			"Idempotency-Key": {"stainless-node-retry-3f2b9c1e-8a7d-4e2f-9b1c-0d5e6f7a8b9c"},
+		},
 	}
 	u, _ := url.Parse("https://registry.example.test/v1/packages/left-pad?version=1.3.0")
 	for _, canaries := range []bool{false, true} {
@@ -220,7 +231,7 @@ func BenchmarkScanHeaders(b *testing.B) {
 			b.Run(set+name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					res, err := s.Scan(context.Background(), &Request{Host: u.Hostname(), URL: u, Header: h})
+					res, err := s.Scan(context.Background(), &Request{Host: u.Hostname(), URL: u, Header: h, Source: "agent/run-1"})
 					if err != nil || res == nil || len(res.Findings) != 0 {
 						b.Fatalf("scan: %v, %+v", err, res)
 					}
@@ -228,4 +239,20 @@ func BenchmarkScanHeaders(b *testing.B) {
 			})
 		}
 	}
+	b.Run("api-get+changing", func(b *testing.B) {
+		s := testScanner(b)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			cu := *u
+			cu.RawQuery = "version=1.3.0&page=" + strconv.Itoa(i)
+			h := http.Header{"User-Agent": {"Go-http-client/1.1"}, "Accept": {"application/json"}, "Accept-Encoding": {"gzip"},
+				"X-Request-Id": {strconv.FormatInt(int64(i)*0x9e3779b1, 16) + "-8a4b-4f2e-9c7d"}}
+			res, err := s.Scan(context.Background(), &Request{Host: u.Hostname(), URL: &cu, Header: h, Source: "agent/run-1"})
+			if err != nil || res == nil || len(res.Findings) != 0 {
+				b.Fatalf("scan: %v, %+v", err, res)
+			}
+		}
+	})
 }

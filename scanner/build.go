@@ -19,12 +19,13 @@ type Options struct {
 	// CreateKey creates the fingerprint key when DataDir has none. Without it, a
 	// missing key stays nil and the scanner uses a per-process one.
 	CreateKey bool
-	// MaxBodyBytes, DecodeDepth, Timeout and CleanCacheEntries are the
-	// Scanner's fields of these names.
+	// MaxBodyBytes, DecodeDepth, Timeout, CleanCacheEntries and
+	// TrailEntries are the Scanner's fields of these names.
 	MaxBodyBytes      int64
 	DecodeDepth       int
 	Timeout           time.Duration
 	CleanCacheEntries int
+	TrailEntries      int
 }
 
 // Build reads the rule packs and the key and compiles the rules, once: a bad rule
@@ -55,6 +56,7 @@ func Build(o Options) (*Scanner, error) {
 		DecodeDepth:       o.DecodeDepth,
 		Timeout:           o.Timeout,
 		CleanCacheEntries: o.CleanCacheEntries,
+		TrailEntries:      o.TrailEntries,
 		Canaries:          &CanaryStore{Dir: o.DataDir, Key: key},
 	}, nil
 }

@@ -60,6 +60,7 @@ type engine struct {
 	rules   []engineRule
 	kw      *keywordSet
 	kwRules [][]int // keyword id → rules
+	inToken []bool  // keyword id → a rule's secret holds it (tokenKeywords)
 	always  []int   // rules without keywords: they run on every text
 	global  []*config.Allowlist
 	scratch sync.Pool
@@ -159,6 +160,7 @@ func newEngine(cfg config.Config) (*engine, error) {
 			e.always = append(e.always, idx)
 			continue
 		}
+		parsed, perr := syntax.Parse(r.Regex.String(), syntax.Perl)
 		for _, k := range lk {
 			id, ok := kwID[k]
 			if !ok {
@@ -166,7 +168,9 @@ func newEngine(cfg config.Config) (*engine, error) {
 				kwID[k] = id
 				kws = append(kws, k)
 				e.kwRules = append(e.kwRules, nil)
+				e.inToken = append(e.inToken, false)
 			}
+			e.inToken[id] = e.inToken[id] || perr != nil || !besideToken(parsed, k)
 			if !slices.Contains(e.kwRules[id], idx) {
 				e.kwRules[id] = append(e.kwRules[id], idx)
 			}
@@ -195,6 +199,32 @@ func newEngine(cfg config.Config) (*engine, error) {
 	n := len(e.rules)
 	e.scratch.New = func() any { return &engineScratch{hits: make([][]kwHit, n)} }
 	return e, nil
+}
+
+// besideToken reports a keyword that re holds only as a word beside the
+// token ("curl", "heroku": literal outside the capture groups, in none of
+// them), which a token cut into pieces is sent without (fieldjoin.go joins
+// pieces only around the other keywords). A keyword the parser factored
+// into pieces of alternations ("AKIA|ASIA" is "A[KS]IA") is in no literal:
+// it counts as in the token, which costs a look but misses nothing.
+func besideToken(re *syntax.Regexp, kw string) bool {
+	in, out := false, false
+	var walk func(n *syntax.Regexp, capture bool)
+	walk = func(n *syntax.Regexp, capture bool) {
+		switch n.Op {
+		case syntax.OpCapture:
+			capture = true
+		case syntax.OpLiteral:
+			if strings.Contains(strings.ToLower(string(n.Rune)), kw) {
+				in, out = in || capture, out || !capture
+			}
+		}
+		for _, c := range n.Sub {
+			walk(c, capture)
+		}
+	}
+	walk(re, re.MaxCap() == 0)
+	return out && !in
 }
 
 // detect calls emit for every finding in text, in gitleaks' terms.

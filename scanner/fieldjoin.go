@@ -31,7 +31,7 @@ const (
 // (?ghp_AbCd=EfGh…), header values (names is h's, sorted: net/http keeps
 // no order), cookie values, and each cookie's name and value.
 func (s *Scanner) fieldJoins(u *url.URL, h http.Header, names []string) []*segment {
-	j := joiner{kw: s.Rules.eng.kw}
+	j := joiner{kw: s.Rules.eng.kw, inToken: s.Rules.eng.inToken}
 	if u != nil {
 		j.start("url:path.*")
 		for p := range strings.SplitSeq(u.Path, "/") {
@@ -92,7 +92,7 @@ func (s *Scanner) formJoins(body []byte, contentType string, chain []string) []*
 	if mt, _, _ := mime.ParseMediaType(contentType); mt != "application/x-www-form-urlencoded" {
 		return nil
 	}
-	j := joiner{kw: s.Rules.eng.kw}
+	j := joiner{kw: s.Rules.eng.kw, inToken: s.Rules.eng.inToken}
 	for part := range 2 {
 		j.start("form:*")
 		for kv := range strings.SplitSeq(bytesString(body), "&") {
@@ -119,15 +119,17 @@ func queryUnescape(s string) string {
 // add, end), and collects what it joined by where, a line each. A family
 // without a keyword allocates nothing.
 type joiner struct {
-	kw    *keywordSet
-	where string
-	run   [maxSpanRun]string // the run of pieces being added
-	n     int                // pieces in run
-	seen  int                // pieces of the family so far
-	buf   []byte             // the run joined
-	ends  [maxSpanRun]int    // where each piece of the run ends in buf
-	texts map[string]*strings.Builder
-	order []string
+	kw      *keywordSet
+	inToken []bool // by keyword id: one a token holds (engine.inToken)
+	where   string
+	run     [maxSpanRun]string // the run of pieces being added
+	n       int                // pieces in run
+	seen    int                // pieces of the family so far
+	buf     []byte             // the run joined
+	ends    [maxSpanRun]int    // where each piece of the run ends in buf
+	texts   map[string]*strings.Builder
+	order   []string
+	tail    bool // only the spans that end with the run's last piece
 }
 
 // maxSpanRun is the most pieces of a run joined at once: a longer run is
@@ -192,7 +194,8 @@ func (j *joiner) text() *strings.Builder {
 // ends are the edges a pattern wants around it (a pattern that wants \b
 // before "sk_live_" would not find it after another piece). A run without
 // a keyword costs one pass of the automaton: the rules' matches all hold
-// one of their keywords.
+// one of their keywords; the words that a rule wants beside a token
+// ("curl", "key") are not looked for in pieces.
 func (j *joiner) spans() {
 	if j.n < 2 {
 		return
@@ -210,6 +213,9 @@ func (j *joiner) spans() {
 	}
 	var done map[[2]int]bool
 	j.kw.each(joined, func(start, id int) {
+		if !j.inToken[id] {
+			return // a word beside a token, not in it: no piece holds it
+		}
 		first, last := pieceAt(start), pieceAt(start+j.kw.lens[id]-1)
 		for a := first; a >= 0 && a > first-maxSpanPieces; a-- {
 			from := 0
@@ -220,7 +226,7 @@ func (j *joiner) spans() {
 				break
 			}
 			for z := max(last, a+1); z < len(ends) && z-a < maxSpanPieces && ends[z]-from <= maxJoinedSpan; z++ {
-				if ends[z]-from < minJoinedLen || done[[2]int{a, z}] {
+				if ends[z]-from < minJoinedLen || done[[2]int{a, z}] || j.tail && z < len(ends)-1 {
 					continue
 				}
 				b := j.text()

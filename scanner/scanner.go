@@ -78,10 +78,15 @@ type Scanner struct {
 	// power of two; zero:
 	// DefaultCleanCacheEntries, negative: none are.
 	CleanCacheEntries int
+	// TrailEntries bounds how many sandboxes × hosts the pieces of recent
+	// requests are remembered for, to find a token sent a piece a request
+	// (trail.go); zero: DefaultTrailEntries, negative: none are.
+	TrailEntries int
 
 	once    sync.Once
 	initErr error
 	clean   *cleanCache  // nil: off
+	trail   *trail       // nil: off
 	running atomic.Int32 // scans inspecting now
 	// wholeBodies: a JSON body is inspected once it was read, not while
 	// (pipeline.go); for the tests that compare the two.
@@ -99,6 +104,9 @@ func (s *Scanner) init() error {
 		}
 		if s.CleanCacheEntries >= 0 {
 			s.clean = newCleanCache(cmp.Or(s.CleanCacheEntries, DefaultCleanCacheEntries))
+		}
+		if s.TrailEntries >= 0 {
+			s.trail = newTrail(cmp.Or(s.TrailEntries, DefaultTrailEntries))
 		}
 	})
 	return s.initErr
@@ -153,6 +161,10 @@ type Request struct {
 	// at where with the decoding chain decoding, sits in its bound place for
 	// this request. nil: every phantom found is a misuse.
 	PhantomAllowed func(fp, where, decoding string) bool
+	// Source names the sandbox that sent the request (its run, or its
+	// tenant and class), within Tenant: its requests' pieces to Host are
+	// joined across requests (trail.go). "": not followed.
+	Source string
 }
 
 // Finding is one thing found. It never holds the secret in a form that
@@ -347,6 +359,15 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 			}
 		}
 	}
+	var tr *trailed
+	if s.trail != nil && req.Source != "" && redact {
+		tr = s.trailJoins(req, raw)
+		defer func() {
+			if err != nil || res.Verdict == Block {
+				s.trail.forget(tr.key, tr.added)
+			}
+		}()
+	}
 	var found []Finding
 	if pipe != nil {
 		found, err = pipe.finish(tail)
@@ -359,6 +380,13 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 		return nil, err
 	}
 	found = append(found, extra...)
+	if tr != nil && len(tr.segs) > 0 {
+		across, err := s.inspectTrail(ctx, req, tr)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, across...)
+	}
 	found = dropCovered(found)
 	s.decide(req.Tenant, req.Host, found, res)
 	if req.URL != nil {

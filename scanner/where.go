@@ -125,6 +125,10 @@ func dropCovered(found []Finding) []Finding {
 			// joined one holds is otherwise another matter: the field
 			// held a part of it.
 			shape := f.Rule == RuleKeyShape || f.Rule == genericRule
+			// generic-api-key wants "name = value": joined pieces make
+			// one of base64's padding and the next piece, and a token
+			// cut into pieces has no name to find.
+			covered = f.Rule == genericRule
 			for j, o := range found {
 				switch {
 				case o.secret == "" || j == i || o.Kind != KindSecret:
@@ -150,7 +154,11 @@ func dropCovered(found []Finding) []Finding {
 	return out
 }
 
-func joinedField(f Finding) bool { return strings.HasSuffix(f.Decoding, encJoinedFields) }
+// joinedField reports a finding in pieces joined, of one request's fields
+// or across requests.
+func joinedField(f Finding) bool {
+	return strings.HasSuffix(f.Decoding, encJoinedFields) || strings.HasSuffix(f.Decoding, encJoinedRequests)
+}
 
 // maxSafePath bounds the path SafePath reads: an incident keeps less.
 const maxSafePath = 4096

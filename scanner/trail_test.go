@@ -1,0 +1,188 @@
+package scanner
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A token sent a piece a request is found in the request that completes
+// it, in each field the trail follows; another sandbox's requests, or the
+// same sandbox's to another host, do not join.
+func TestRequestTrailHidesNoToken(t *testing.T) {
+	for _, kind := range []string{"github-pat", "stripe-access-token", "aws-access-token"} {
+		tok := MustFake(t, kind)
+		pieces := []string{tok[:3], tok[3:14], tok[14:]}
+		for name, req := range map[string]func(i int, p string) *Request{
+			"query": func(i int, p string) *Request {
+				return &Request{URL: mustURL(t, fmt.Sprintf("https://c.test/up?t=%d&d=%s", 1700000000+i, url.QueryEscape(p)))}
+			},
+			"path": func(i int, p string) *Request { return &Request{URL: mustURL(t, "https://c.test/collect/"+p)} },
+			"header": func(i int, p string) *Request {
+				return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"X-D": {p}, "X-Request-Id": {fmt.Sprint(i)}}}
+			},
+			"cookie": func(i int, p string) *Request {
+				return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"Cookie": {"d=" + p + "; n=" + fmt.Sprint(i)}}}
+			},
+			"form": func(i int, p string) *Request {
+				return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+					Body: strings.NewReader("n=" + fmt.Sprint(i) + "&d=" + url.QueryEscape(p))}
+			},
+			"body": func(i int, p string) *Request {
+				return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"Content-Type": {"text/plain"}}, Body: strings.NewReader(p + "\n")}
+			},
+		} {
+			s := testScanner(t)
+			scan := func(source, host string, i int, p string) *Result {
+				r := req(i, p)
+				r.Source, r.Host = source, host
+				res, err := s.Scan(context.Background(), r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			for i, p := range pieces {
+				res := scan("run-1", "c.test", i, p)
+				if i < len(pieces)-1 {
+					if res.Verdict != Pass {
+						t.Fatalf("%s %s: piece %d refused:%s", kind, name, i, dump(res.Findings))
+					}
+					// Elsewhere, one piece each: another sandbox, another host.
+					if i == 0 {
+						scan("run-2", "c.test", i, p)
+					} else {
+						scan("run-1", "d.test", i, p)
+					}
+					continue
+				}
+				found := false
+				for _, f := range res.Findings {
+					found = found || strings.Contains(string(f.secret), tok) && f.Decoding == encJoinedRequests && strings.HasPrefix(f.Where, "requests:")
+					if strings.Contains(f.Snippet+f.Where, pieces[1]) {
+						t.Errorf("%s %s: a piece in clear: %q %q", kind, name, f.Where, f.Snippet)
+					}
+				}
+				if res.Verdict != Block || !found {
+					t.Errorf("%s %s: the last piece: %v:%s", kind, name, res.Verdict, dump(res.Findings))
+				}
+				for _, other := range [][2]string{{"run-2", "c.test"}, {"run-1", "d.test"}} {
+					if res := scan(other[0], other[1], i, p); joinedRequests(res) {
+						t.Errorf("%s %s: %s to %s joined another's pieces:%s", kind, name, other[0], other[1], dump(res.Findings))
+					}
+				}
+			}
+		}
+	}
+}
+
+// A refused request's pieces are forgotten: they never left.
+func TestRequestTrailForgetsRefused(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	scan := func(q string) *Result {
+		res, err := s.Scan(context.Background(), &Request{Source: "run-1", Host: "c.test", URL: mustURL(t, "https://c.test/?"+q)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := scan("d=" + tok[:3]); res.Verdict != Pass {
+		t.Fatalf("the first piece refused:%s", dump(res.Findings))
+	}
+	// Refused for a whole token beside it: its piece of d is taken back.
+	if res := scan("d=" + tok[3:14] + "&x=" + MustFake(t, "gitlab-pat")); res.Verdict != Block {
+		t.Fatalf("a whole token forwarded:%s", dump(res.Findings))
+	}
+	if res := scan("d=" + tok[14:]); joinedRequests(res) {
+		t.Errorf("joined with a refused piece:%s", dump(res.Findings))
+	}
+	// Without the refusal the same three pieces are joined.
+	for i, p := range []string{tok[:3], tok[3:14], tok[14:]} {
+		res, err := s.Scan(context.Background(), &Request{Source: "run-2", Host: "c.test", URL: mustURL(t, "https://c.test/?d="+p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := joinedRequests(res); got != (i == 2) {
+			t.Errorf("piece %d: joined %v:%s", i, got, dump(res.Findings))
+		}
+	}
+}
+
+func joinedRequests(res *Result) bool {
+	for _, f := range res.Findings {
+		if f.Decoding == encJoinedRequests {
+			return true
+		}
+	}
+	return false
+}
+
+// What an agent's tools send over and over joins into nothing found: page
+// cursors, timestamps, request ids, idempotency keys, an SDK's bound key.
+func TestRequestTrailOfOrdinaryTraffic(t *testing.T) {
+	s := testScanner(t)
+	key := MustFake(t, "anthropic-api-key")
+	for i := range 300 {
+		cursor := base64.URLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"after":"%s","n":%d}`, randomString(base62, 12), i)))
+		reqs := []*Request{
+			{Host: "api.github.test", URL: mustURL(t, fmt.Sprintf("https://api.github.test/repos/acme/w/issues?per_page=100&page=%d&cursor=%s&since=%d", i, cursor, 1700000000+i*37)),
+				Header: http.Header{"X-Request-Id": {randomString("0123456789abcdef", 32)}, "If-None-Match": {`W/"` + randomString("0123456789abcdef", 40) + `"`}}},
+			{Host: "api.anthropic.com", URL: mustURL(t, "https://api.anthropic.com/v1/messages"),
+				Header: http.Header{"X-Api-Key": {key}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"},
+					"Idempotency-Key": {"stainless-node-retry-" + randomString("0123456789abcdef", 32)}, "X-Stainless-Retry-Count": {fmt.Sprint(i % 3)}},
+				Body: strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"turn ` + fmt.Sprint(i) + `"}]}`)},
+			{Host: "registry.test", URL: mustURL(t, "https://registry.test/"+randomString(base62, 8)+"/-/"+randomString(base62, 8)+"-1."+fmt.Sprint(i)+".0.tgz")},
+		}
+		for _, r := range reqs {
+			r.Source = "run-1"
+			res, err := s.Scan(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// (A cursor's entropy is an alert of its own.)
+			if res.Verdict == Block || joinedRequests(res) {
+				t.Fatalf("request %d to %s: %v:%s", i, r.Host, res.Verdict, dump(res.Findings))
+			}
+		}
+	}
+}
+
+// Sandboxes that send at once share nothing but the trail's index (go
+// test -race), and the trail joins after entries were evicted.
+func TestRequestTrailConcurrent(t *testing.T) {
+	s := testScanner(t)
+	s.TrailEntries = 4 // entries come and go while others use theirs
+	tok := MustFake(t, "github-pat")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				r := &Request{Source: fmt.Sprint("run-", g), Host: fmt.Sprint("h", i%3, ".test"),
+					URL: mustURL(t, fmt.Sprintf("https://h.test/x?n=%d&id=%s", i, randomString(base62, 10)))}
+				if _, err := s.Scan(context.Background(), r); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// The trail still joins after entries were evicted and made again.
+	for i, p := range []string{tok[:3], tok[3:14], tok[14:]} {
+		res, err := s.Scan(context.Background(), &Request{Source: "run-x", Host: "c.test", URL: mustURL(t, "https://c.test/?d="+p+"&i="+fmt.Sprint(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := joinedRequests(res); got != (i == 2) {
+			t.Errorf("piece %d: joined %v:%s", i, got, dump(res.Findings))
+		}
+	}
+}
