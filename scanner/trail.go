@@ -1,9 +1,12 @@
 package scanner
 
 import (
+	"bytes"
 	"container/list"
 	"context"
+	"encoding/json"
 	"mime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +60,7 @@ type fieldKey struct {
 // fieldWhere is what a finding's location says of a field of each kind.
 var fieldWhere = map[byte]string{
 	'p': "requests:path", 'q': "requests:query", 'h': "requests:header",
-	'c': "requests:cookie", 'f': "requests:form", 'b': "requests:body",
+	'c': "requests:cookie", 'f': "requests:form", 'b': "requests:body", 'j': "requests:json",
 }
 
 // trailField is a value recorded, for forget.
@@ -186,7 +189,8 @@ func indexOf(s []fieldKey, v fieldKey) int {
 // eachTrailField calls fn with the pieces of req that the trail follows,
 // at most maxFieldPieces: query values by name, path segments by
 // position, header values by name, cookies by name, a form's values by
-// name, and a short body that is one piece.
+// name, a small JSON body's strings by path, and a short body that is one
+// piece.
 func eachTrailField(req *Request, body []byte, fn func(fieldKey, string)) {
 	n := 0
 	add := func(kind byte, name string, pos int, v string) {
@@ -228,13 +232,83 @@ func eachTrailField(req *Request, body []byte, fn func(fieldKey, string)) {
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
-	if mt == "application/x-www-form-urlencoded" {
+	switch {
+	case mt == "application/x-www-form-urlencoded":
 		for kv := range strings.SplitSeq(bytesString(body), "&") {
 			k, v, _ := strings.Cut(kv, "=")
 			add('f', queryUnescape(k), 0, queryUnescape(v))
 		}
-	} else if len(body) <= maxFieldPiece {
+	case len(body) <= maxTrailJSON && (jsonType(mt) || mt == "" || mt == "text/plain") && json1(body):
+		eachJSONString(body, func(path, v string) { add('j', path, 0, v) })
+	case len(body) <= maxFieldPiece:
 		add('b', "", 0, strings.TrimSpace(bytesString(body)))
+	}
+}
+
+// maxTrailJSON is the largest JSON body whose strings the trail follows:
+// a webhook's or an API's small call ({"text":"ghp_AbCd"}), not a chat's
+// conversation, whose strings are prose.
+const maxTrailJSON = 4 << 10
+
+// eachJSONString calls fn with each string value of the JSON document b
+// and its path ("$.a.b[2]").
+func eachJSONString(b []byte, fn func(path, v string)) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	type level struct {
+		key   string
+		index int
+		array bool
+	}
+	var stack []level
+	path := func() string {
+		var p strings.Builder
+		p.WriteByte('$')
+		for _, l := range stack {
+			if l.array {
+				p.WriteString("[" + strconv.Itoa(l.index) + "]")
+			} else {
+				p.WriteString("." + l.key)
+			}
+		}
+		return p.String()
+	}
+	// after marks a value done: the next one of an array is at the next
+	// index, the next one of an object is a key.
+	after := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].array {
+				stack[n-1].index++
+			} else {
+				stack[n-1].key = ""
+			}
+		}
+	}
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, level{})
+			case '[':
+				stack = append(stack, level{array: true})
+			default:
+				stack = stack[:len(stack)-1]
+				after()
+			}
+		case string:
+			if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].key == "" {
+				stack[n-1].key = t
+				continue
+			}
+			fn(path(), t)
+			after()
+		default:
+			after()
+		}
 	}
 }
 

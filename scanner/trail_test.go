@@ -33,6 +33,10 @@ func TestRequestTrailHidesNoToken(t *testing.T) {
 				return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
 					Body: strings.NewReader("n=" + fmt.Sprint(i) + "&d=" + url.QueryEscape(p))}
 			},
+			"json": func(i int, p string) *Request {
+				return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"Content-Type": {"application/json"}},
+					Body: strings.NewReader(fmt.Sprintf(`{"n":%d,"msg":{"text":"note %d","attachments":[{"id":"%s"}]}}`, i, i, p))}
+			},
 			"body": func(i int, p string) *Request {
 				return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"Content-Type": {"text/plain"}}, Body: strings.NewReader(p + "\n")}
 			},
