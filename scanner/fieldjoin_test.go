@@ -95,3 +95,30 @@ func TestFieldPiecesOfOrdinaryRequests(t *testing.T) {
 		t.Errorf("the key to a foreign host: %v:%s", res.Verdict, dump(res.Findings))
 	}
 }
+
+// Any pieces around a token cut at any two points: the joins never fail
+// or panic, and the token cut into three query values is found.
+func FuzzFieldPieces(f *testing.F) {
+	f.Add("v=2&page=3", "x64", uint8(3), uint8(14))
+	f.Add("", "", uint8(1), uint8(39))
+	f.Add("a=%zz&&=&b", "sk-\x00", uint8(20), uint8(21))
+	s := testScanner(f)
+	tok := "ghp_" + strings.Repeat("Ab1Cd2Ef3G", 4)[:36]
+	f.Fuzz(func(t *testing.T, query, header string, i, j uint8) {
+		a, b := 1+int(i)%(len(tok)-2), 0
+		b = a + 1 + int(j)%(len(tok)-a-1)
+		q := url.QueryEscape
+		raw := "x=" + q(tok[:a]) + "&y=" + q(tok[a:b]) + "&z=" + q(tok[b:])
+		if query != "" {
+			raw = query + "&" + raw
+		}
+		u := &url.URL{Scheme: "https", Host: "x.test", Path: "/p", RawQuery: raw}
+		res, err := s.Scan(context.Background(), &Request{URL: u, Header: http.Header{"X-F": {header}}, Source: "f", Host: "x.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != Block {
+			t.Fatalf("cut at %d and %d after %q: %v:%s", a, b, query, res.Verdict, dump(res.Findings))
+		}
+	})
+}
