@@ -1,6 +1,7 @@
 package scanner
 
 import (
+	"iter"
 	"mime"
 	"net/http"
 	"net/url"
@@ -29,7 +30,8 @@ const (
 // pieces join around a keyword (joiner.spans): the path's segments, the
 // query's values, its names, each parameter's name and value
 // (?ghp_AbCd=EfGh…), header values (names is h's, sorted: net/http keeps
-// no order), cookie values, and each cookie's name and value.
+// no order; so in that order and in reverse), cookie values, and each
+// cookie's name and value.
 func (s *Scanner) fieldJoins(u *url.URL, h http.Header, names []string) []*segment {
 	j := joiner{kw: s.Rules.eng.kw, inToken: s.Rules.eng.inToken}
 	if u != nil {
@@ -57,15 +59,22 @@ func (s *Scanner) fieldJoins(u *url.URL, h http.Header, names []string) []*segme
 		}
 	}
 	if len(h) > 0 {
-		j.start("header:*")
-		for _, k := range names {
-			if c := http.CanonicalHeaderKey(k); c != "Proxy-Authorization" && c != "Cookie" {
-				for _, v := range h[k] {
-					j.add(v)
+		// By name and in reverse: a token in two headers is joined
+		// whichever of their names sorts first.
+		for _, order := range [2]func() iter.Seq2[int, string]{
+			func() iter.Seq2[int, string] { return slices.All(names) },
+			func() iter.Seq2[int, string] { return slices.Backward(names) },
+		} {
+			j.start("header:*")
+			for _, k := range order() {
+				if c := http.CanonicalHeaderKey(k); c != "Proxy-Authorization" && c != "Cookie" {
+					for _, v := range h[k] {
+						j.add(v)
+					}
 				}
 			}
+			j.end()
 		}
-		j.end()
 		if cookies := h.Values("Cookie"); len(cookies) > 0 {
 			for part := range 2 { // values, each name with its value
 				j.start("header:Cookie")

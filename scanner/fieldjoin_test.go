@@ -27,6 +27,7 @@ func TestFieldPiecesHideNoToken(t *testing.T) {
 				"name and value":   {URL: u("https://x.test/p?" + q(a+b) + "=" + q(c))},
 				"path":             {URL: u("https://x.test/api/" + a + "/" + b + "/" + c + "/x")},
 				"headers":          {URL: u("https://x.test/"), Header: http.Header{"X-A": {a}, "X-B": {b}, "X-C": {c}, "Accept-Encoding": {"gzip"}}},
+				"headers reversed": {URL: u("https://x.test/"), Header: http.Header{"X-Z": {a + b}, "X-A": {c}, "Accept-Encoding": {"gzip"}}},
 				"cookies":          {URL: u("https://x.test/"), Header: http.Header{"Cookie": {"z=" + a + "; a=" + b + "; m=" + c + "; theme=dark"}}},
 				"cookie name":      {URL: u("https://x.test/"), Header: http.Header{"Cookie": {a + b + "=" + c}}},
 				"form":             {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: strings.NewReader("user=bob&z=" + q(a) + "&a=" + q(b) + "&b=" + q(c))},

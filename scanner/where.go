@@ -85,15 +85,28 @@ func maskPieces(s string, secrets []string) string {
 			if len(run) < minPiece {
 				return false
 			}
+			// Pieces may stand in another order than in the secret (headers
+			// joined in reverse): any minPieceRun bytes of the run that are
+			// in a secret hide it.
 			lr := strings.ToLower(run)
+			w := min(len(lr), minPieceRun)
 			for _, s := range secrets {
-				if len(s) >= minJoinedLen && strings.Contains(s, lr) {
-					return true
+				if len(s) < minJoinedLen {
+					continue
+				}
+				for i := 0; i+w <= len(lr); i++ {
+					if strings.Contains(s, lr[i:i+w]) {
+						return true
+					}
 				}
 			}
 			return false
 		})
 }
+
+// minPieceRun is how many bytes of a run of evidence, in a secret, make
+// the run a piece of it: fewer could be a word that both hold.
+const minPieceRun = 8
 
 func looksLikeData(run string) bool {
 	if len(run) >= dataRunAlways {
