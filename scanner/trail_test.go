@@ -16,7 +16,7 @@ import (
 // same sandbox's to another host, do not join.
 func TestRequestTrailHidesNoToken(t *testing.T) {
 	for _, kind := range []string{"github-pat", "stripe-access-token", "aws-access-token"} {
-		tok := MustFake(t, kind)
+		tok := generatedFake(t, kind)
 		pieces := []string{tok[:3], tok[3:14], tok[14:]}
 		for name, req := range map[string]func(i int, p string) *Request{
 			"query": func(i int, p string) *Request {
@@ -88,7 +88,7 @@ func TestRequestTrailHidesNoToken(t *testing.T) {
 // A refused request's pieces are forgotten: they never left.
 func TestRequestTrailForgetsRefused(t *testing.T) {
 	s := testScanner(t)
-	tok := MustFake(t, "github-pat")
+	tok := generatedFake(t, "github-pat")
 	scan := func(q string) *Result {
 		res, err := s.Scan(context.Background(), &Request{Source: "run-1", Host: "c.test", URL: mustURL(t, "https://c.test/?"+q)})
 		if err != nil {
@@ -162,7 +162,7 @@ func TestRequestTrailOfOrdinaryTraffic(t *testing.T) {
 func TestRequestTrailConcurrent(t *testing.T) {
 	s := testScanner(t)
 	s.TrailEntries = 4 // entries come and go while others use theirs
-	tok := MustFake(t, "github-pat")
+	tok := generatedFake(t, "github-pat")
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

@@ -140,8 +140,12 @@ func dropCovered(found []Finding) []Finding {
 			shape := f.Rule == RuleKeyShape || f.Rule == genericRule
 			// generic-api-key wants "name = value": joined pieces make
 			// one of base64's padding and the next piece, and a token
-			// cut into pieces has no name to find.
-			covered = f.Rule == genericRule
+			// cut into pieces has no name to find. And what pieces join
+			// into must look generated (randomRun): a pattern whose tail
+			// takes any letters reads a name that starts like a token on
+			// into the next word (a GitHub user "xoxa-nyc", then a path
+			// segment "Deprecated").
+			covered = f.Rule == genericRule || !randomRun(string(f.secret))
 			for j, o := range found {
 				switch {
 				case o.secret == "" || j == i || o.Kind != KindSecret:
