@@ -60,7 +60,7 @@ type engine struct {
 	rules   []engineRule
 	kw      *keywordSet
 	kwRules [][]int // keyword id → rules
-	inToken []bool  // keyword id → a rule's secret holds it (tokenKeywords)
+	inToken []bool  // keyword id → a rule's token holds it (not besideToken)
 	always  []int   // rules without keywords: they run on every text
 	global  []*config.Allowlist
 	scratch sync.Pool

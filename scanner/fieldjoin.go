@@ -1,7 +1,6 @@
 package scanner
 
 import (
-	"iter"
 	"mime"
 	"net/http"
 	"net/url"
@@ -61,12 +60,13 @@ func (s *Scanner) fieldJoins(u *url.URL, h http.Header, names []string) []*segme
 	if len(h) > 0 {
 		// By name and in reverse: a token in two headers is joined
 		// whichever of their names sorts first.
-		for _, order := range [2]func() iter.Seq2[int, string]{
-			func() iter.Seq2[int, string] { return slices.All(names) },
-			func() iter.Seq2[int, string] { return slices.Backward(names) },
-		} {
+		for _, backward := range [2]bool{false, true} {
 			j.start("header:*")
-			for _, k := range order() {
+			for i := range names {
+				k := names[i]
+				if backward {
+					k = names[len(names)-1-i]
+				}
 				if c := http.CanonicalHeaderKey(k); c != "Proxy-Authorization" && c != "Cookie" {
 					for _, v := range h[k] {
 						j.add(v)

@@ -586,14 +586,18 @@ func (s *Scanner) withCanaries(segs []*segment, found []Finding, lengths map[int
 
 // decide assigns actions, drops bound credentials and sets the verdict.
 func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
-	var bound []secretText // joined fields that hold one of these are bound too
+	isBound := func(f *Finding) bool {
+		return s.Policy.bound(tenant, host, f) || f.basic && s.Policy.bound(tenant, host, plainCopy(f))
+	}
+	var bound []secretText // joined pieces that hold one of these are bound too
+	for i := range found {
+		if isBound(&found[i]) {
+			bound = append(bound, found[i].secret)
+		}
+	}
 	for i := range found {
 		f := &found[i]
-		if s.Policy.bound(tenant, host, f) || f.basic && s.Policy.bound(tenant, host, plainCopy(f)) {
-			bound = append(bound, f.secret)
-			continue
-		}
-		if joinedField(*f) && slices.ContainsFunc(bound, func(b secretText) bool { return strings.Contains(string(f.secret), string(b)) }) {
+		if isBound(f) || joinedField(*f) && slices.ContainsFunc(bound, func(b secretText) bool { return strings.Contains(string(f.secret), string(b)) }) {
 			continue
 		}
 		f.Action = s.Policy.action(tenant, s.Rules.actions, f)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"mime"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,7 +214,7 @@ func eachTrailField(req *Request, body []byte, fn func(fieldKey, string)) {
 		}
 	}
 	for k, vs := range req.Header {
-		switch k {
+		switch http.CanonicalHeaderKey(k) {
 		case "Proxy-Authorization":
 		case "Cookie":
 			for _, line := range vs {
