@@ -236,6 +236,9 @@ func eachTrailField(req *Request, body []byte, fn func(fieldKey, string)) {
 	switch {
 	case mt == "application/x-www-form-urlencoded":
 		for kv := range strings.SplitSeq(bytesString(body), "&") {
+			if n == maxFieldPieces {
+				break // a large form is not read to its end
+			}
 			k, v, _ := strings.Cut(kv, "=")
 			add('f', queryUnescape(k), 0, queryUnescape(v))
 		}
