@@ -117,6 +117,25 @@ func (s *Scanner) formJoins(body []byte, contentType string, chain []string) []*
 	return j.segments(chain, true)
 }
 
+// partJoins is fieldJoins for a multipart body's parts (curl -F a=… -F
+// b=…): the texts of the parts read whole (segments of parts, in the
+// body's order), each a value.
+func (s *Scanner) partJoins(parts []*segment) []*segment {
+	j := joiner{kw: s.Rules.eng.kw, inToken: s.Rules.eng.inToken}
+	j.start("multipart:*")
+	var chain []string
+	for _, g := range parts {
+		name, ok := strings.CutPrefix(g.where, "multipart:")
+		if !ok || strings.ContainsAny(name, ":.[") || name == "preamble" || name == "epilogue" {
+			continue // a part's header, a JSON part's string, what lies outside the parts
+		}
+		chain = g.chain
+		j.add(strings.TrimSpace(g.text))
+	}
+	j.end()
+	return j.segments(chain, true)
+}
+
 func queryUnescape(s string) string {
 	if d, err := url.QueryUnescape(s); err == nil {
 		return d

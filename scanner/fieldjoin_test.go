@@ -32,6 +32,7 @@ func TestFieldPiecesHideNoToken(t *testing.T) {
 				"cookie name":      {URL: u("https://x.test/"), Header: http.Header{"Cookie": {a + b + "=" + c}}},
 				"form":             {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: strings.NewReader("user=bob&z=" + q(a) + "&a=" + q(b) + "&b=" + q(c))},
 				"form name, value": {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: strings.NewReader(q(a+b) + "=" + q(c))},
+				"multipart":        {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"multipart/form-data; boundary=b"}}, Body: strings.NewReader(multipartOf("note", "hi there", "z", a, "a", b, "m", c))},
 			} {
 				res, err := s.Scan(context.Background(), r)
 				if err != nil {
@@ -133,4 +134,15 @@ func generatedFake(t testing.TB, kind string) string {
 			return tok
 		}
 	}
+}
+
+// multipartOf is a multipart/form-data body with boundary "b" of the name
+// and value pairs in nv, in order, as curl -F sends them.
+func multipartOf(nv ...string) string {
+	var b strings.Builder
+	for i := 0; i+1 < len(nv); i += 2 {
+		b.WriteString("--b\r\nContent-Disposition: form-data; name=\"" + nv[i] + "\"\r\n\r\n" + nv[i+1] + "\r\n")
+	}
+	b.WriteString("--b--\r\n")
+	return b.String()
 }

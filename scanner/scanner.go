@@ -354,8 +354,10 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 				segs = append(segs, walked...)
 			default:
 				plain = p
-				segs = append(segs, bodySegments(plain, ct, encodings, ar)...)
+				body := bodySegments(plain, ct, encodings, ar)
+				segs = append(segs, body...)
 				segs = append(segs, s.formJoins(plain, ct, encodings)...)
+				segs = append(segs, s.partJoins(body)...)
 			}
 		}
 	}
