@@ -82,12 +82,17 @@ var detectors = []detector{
 	{name: "aws-secret-in-hex", needs: fLongRun, applies: func(g *segment) bool { return g.depth == 0 }, fn: detectAWSSecretInHex},
 }
 
-// unjoined reports a segment that is not fields' pieces joined
-// (fieldjoin.go): numbers, hex and NAME=value lines that the detectors
-// without a checksum or a provider's prefix read as secrets are made by
-// joining ordinary ids and hashes (?user=41234&item=98765432 joins into a
-// number that passes Luhn for a Visa card).
-func unjoined(g *segment) bool { return !slices.Contains(g.chain, encJoinedFields) }
+// unjoined reports a segment that is not pieces joined (fieldjoin.go,
+// trail.go; its spans are lines of their own, not to be folded again):
+// numbers, hex and NAME=value lines that the detectors without a checksum
+// or a provider's prefix read as secrets are made by joining ordinary ids
+// and hashes (?user=41234&item=98765432 joins into a number that passes
+// Luhn for a Visa card).
+func unjoined(g *segment) bool {
+	return !slices.ContainsFunc(g.chain, func(enc string) bool {
+		return enc == encJoinedFields || enc == encJoinedRequests || enc == encFolded
+	})
+}
 
 // detect runs the own detectors over the segments. A secret that a finding
 // of the rule engine already holds in the same place is left to that

@@ -229,15 +229,17 @@ func besideToken(re *syntax.Regexp, kw string) bool {
 
 // detect calls emit for every finding in text, in gitleaks' terms.
 func (e *engine) detect(ctx context.Context, text string, emit func(match)) error {
-	_, err := e.detectJoins(ctx, text, emit)
+	_, _, err := e.detectJoins(ctx, text, emit)
 	return err
 }
 
 // detectJoins is detect, and reports whether a keyword is in a literal that
-// code joins to another (concat.go): the rules are then run over the
-// joined literals too.
-func (e *engine) detectJoins(ctx context.Context, text string, emit func(match)) (joins bool, err error) {
+// code joins to another (concat.go), and where keywords that a token holds
+// end in a token cut by a line break (foldedAfter, at most maxFolds): the
+// rules are then run over the joined literals, or lines, too.
+func (e *engine) detectJoins(ctx context.Context, text string, emit func(match)) (joins bool, folds []int, err error) {
 	sc := e.scratch.Get().(*engineScratch)
+	foldStop, foldLimited := 0, false // where the last look for a folded token stopped (foldedAfter)
 	defer func() {
 		for _, r := range sc.woken {
 			sc.hits[r] = sc.hits[r][:0]
@@ -248,6 +250,14 @@ func (e *engine) detectJoins(ctx context.Context, text string, emit func(match))
 	e.kw.each(text, func(start, id int) {
 		if !joins && quotedBeforeJoin(text, start+e.kw.lens[id]) {
 			joins = true
+		}
+		// A keyword in the run an earlier one was looked at in gets the
+		// same answer; in a long run, the look goes on where it stopped.
+		if end := start + e.kw.lens[id]; e.inToken[id] && (end > foldStop || foldLimited) && len(folds) < maxFolds {
+			var folded bool
+			if folded, foldStop, foldLimited = foldedAfter(text, end, foldStop); folded {
+				folds = append(folds, end)
+			}
 		}
 		for _, r := range e.kwRules[id] {
 			if len(sc.hits[r]) == 0 {
@@ -277,7 +287,7 @@ func (e *engine) detectJoins(ctx context.Context, text string, emit func(match))
 	slices.Sort(sc.woken)
 	for _, r := range sc.woken {
 		if ctx.Err() != nil {
-			return joins, ErrTimeout
+			return joins, folds, ErrTimeout
 		}
 		run(r)
 	}
@@ -298,7 +308,7 @@ func (e *engine) detectJoins(ctx context.Context, text string, emit func(match))
 		}
 		emit(m)
 	}
-	return joins, ctx.Err()
+	return joins, folds, ctx.Err()
 }
 
 func byStart(a, b kwHit) int { return a.start - b.start }

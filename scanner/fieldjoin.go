@@ -136,6 +136,88 @@ func (s *Scanner) partJoins(parts []*segment) []*segment {
 	return j.segments(chain, true)
 }
 
+// encFolded names the layer of a text's lines joined (foldedLines).
+const encFolded = "folded-lines"
+
+// maxFolds bounds the folded tokens a text is looked at for: a wrapped
+// base64 blob has keywords' letters in many of its lines. maxFoldLine is
+// the most a folded line holds after a keyword (base64(1) folds at 76).
+const (
+	maxFolds    = 16
+	maxFoldLine = 80
+)
+
+// foldedAfter reports whether the token that a keyword ending at end
+// starts runs into a line break, with a piece on the next line: a token
+// folded over lines (fold -w, a hard-wrapped message), whole in no line.
+// Bytes from end to from are known to be a piece's (an earlier look read
+// them). stop is where it stopped reading; limited, that it stopped at
+// maxFieldPiece bytes, inside a run too long for a piece: a keyword
+// further on may still be folded.
+func foldedAfter(t string, end, from int) (folded bool, stop int, limited bool) {
+	k := max(end, from)
+	for k < len(t) && k-end < maxFieldPiece && isPieceByte(t[k]) {
+		k++
+	}
+	if k-end >= maxFieldPiece {
+		return false, k, true
+	}
+	stop = k
+	if k < len(t) && t[k] == '\r' {
+		k++
+	}
+	return k+1 < len(t) && t[k] == '\n' && isPieceByte(t[k+1]), stop, false
+}
+
+// foldedLines is fieldJoins for the lines around folds (where keywords end
+// in tokens that a line break cuts, foldedAfter): each run of lines that
+// are pieces, the first of them also the last word of a line that is not
+// one ("token: ghp_AbCd" then "EfGh…"), joined around a keyword as
+// joiner.spans joins; "" when none joins. Only maxJoinedSpan bytes of
+// lines on either side of each fold are read.
+func (s *Scanner) foldedLines(t string, folds []int) string {
+	j := joiner{kw: s.Rules.eng.kw, inToken: s.Rules.eng.inToken}
+	done := 0 // lines before done were read
+	for _, at := range folds {
+		from := max(done, at-maxJoinedSpan)
+		if i := strings.LastIndexByte(t[:from], '\n'); i >= 0 || from == 0 {
+			from = i + 1
+		}
+		to := min(len(t), at+maxJoinedSpan)
+		if i := strings.IndexByte(t[to:], '\n'); i >= 0 {
+			to += i
+		} else {
+			to = len(t)
+		}
+		if to <= from {
+			continue
+		}
+		done = to
+		j.start("")
+		for line := range strings.SplitSeq(t[from:to], "\n") {
+			line = strings.TrimRight(line, "\r")
+			if line != "" && fieldPiece(line) {
+				j.add(line)
+				continue
+			}
+			j.end()
+			j.seen = 0
+			if i := strings.LastIndexAny(line, " \t\"'`:=(<,"); i >= 0 && i+1 < len(line) && fieldPiece(line[i+1:]) {
+				j.add(line[i+1:])
+			}
+		}
+		j.end()
+	}
+	if b := j.texts[""]; b != nil {
+		return b.String()
+	}
+	return ""
+}
+
+func isPieceByte(c byte) bool {
+	return isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '+' || c == '/' || c == '='
+}
+
 func queryUnescape(s string) string {
 	if d, err := url.QueryUnescape(s); err == nil {
 		return d
@@ -291,9 +373,7 @@ func fieldPiece(v string) bool {
 		return false
 	}
 	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case isAlnum(c), c == '_', c == '-', c == '.', c == '+', c == '/', c == '=':
-		default:
+		if !isPieceByte(v[i]) {
 			return false
 		}
 	}

@@ -1,7 +1,11 @@
 package scanner
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -145,4 +149,88 @@ func multipartOf(nv ...string) string {
 	}
 	b.WriteString("--b--\r\n")
 	return b.String()
+}
+
+// A token folded over lines (fold -w, a hard-wrapped message) is found:
+// every line of it a piece, or its first part the last word of a line,
+// when no line break cuts the keyword itself (a documented miss).
+func TestFoldedTokenFound(t *testing.T) {
+	s := testScanner(t)
+	for _, kind := range []string{"github-pat", "stripe-access-token", "slack-bot-token", "gitlab-pat"} {
+		tok := generatedFake(t, kind)
+		head := strings.IndexAny(tok, "_-") + 3 // the prefix and two more
+		for _, width := range []int{8, 10, 17, 33} {
+			if width >= len(tok) {
+				continue // one line: not folded
+			}
+			fold := func(text, eol string) string {
+				var b strings.Builder
+				for line := range strings.SplitSeq(text, "\n") {
+					for len(line) > width {
+						b.WriteString(line[:width] + eol)
+						line = line[width:]
+					}
+					b.WriteString(line + eol)
+				}
+				return b.String()
+			}
+			file := tok + "\nREGION=eu-west-1\n"
+			for name, body := range map[string]struct{ ct, text string }{
+				"fold":        {"text/plain", "# the token\n" + fold(file, "\n")},
+				"fold, CRLF":  {"text/plain", "# the token\r\n" + fold(file, "\r\n")},
+				"after words": {"text/plain", "here it is: " + tok[:head] + "\n" + fold(tok[head:], "\n") + "thanks\n"},
+				"in JSON":     {"application/json", `{"text":"` + strings.ReplaceAll("see\n"+fold(file, "\n"), "\n", `\n`) + `"}`},
+			} {
+				res := scanTyped(t, s, body.ct, body.text)
+				found := false
+				for _, f := range res.Findings {
+					found = found || strings.Contains(string(f.secret), tok) && strings.HasSuffix(f.Decoding, encFolded)
+				}
+				if res.Verdict != Block || !found {
+					t.Errorf("%s folded at %d, %s: %v:%s", kind, width, name, res.Verdict, dump(res.Findings))
+				}
+			}
+		}
+	}
+	// Lines of pieces that hold no token: a wrapped certificate, a column
+	// of numbers, a list of hashes with a keyword's letters in them.
+	cert := wrapLines(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("sk-ey\x00\x81xoxb"), 300)), 64, "\n")
+	var nums, hashes strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&nums, "%d\n", 4111111111+i*7919)
+		fmt.Fprintf(&hashes, "sk%x\n", sha256.Sum256([]byte{byte(i)}))
+	}
+	for _, benign := range []string{"-----BEGIN CERTIFICATE-----\n" + cert + "\n-----END CERTIFICATE-----\n", nums.String(), hashes.String()} {
+		if res := scanTyped(t, s, "text/plain", benign); res.Verdict == Block {
+			t.Errorf("%.40q: %v:%s", benign, res.Verdict, dump(res.Findings))
+		}
+	}
+}
+
+// Any text around a token folded at any width: no panic, and the token is
+// found when no line break cuts its keyword.
+func FuzzFoldedLines(f *testing.F) {
+	f.Add("# notes\n", "thanks\n", uint8(8))
+	f.Add("", "", uint8(5))
+	f.Add("a b\r\nsk_\n\n", "\x00ey\n", uint8(40))
+	s := testScanner(f)
+	tok := "ghp_" + strings.Repeat("Ab1Cd2Ef3G", 4)[:36]
+	f.Fuzz(func(t *testing.T, before, after string, w uint8) {
+		width := 5 + int(w)%30
+		var b strings.Builder
+		for line := tok; ; line = line[width:] {
+			if len(line) <= width {
+				b.WriteString(line + "\n")
+				break
+			}
+			b.WriteString(line[:width] + "\n")
+		}
+		if before != "" && !strings.HasSuffix(before, "\n") {
+			before += "\n"
+		}
+		res := scanTyped(t, s, "text/plain", before+b.String()+"\n"+after)
+		if res.Verdict != Block {
+			t.Fatalf("folded at %d after %q: %v:%s", width, before, res.Verdict, dump(res.Findings))
+		}
+	})
 }

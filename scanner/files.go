@@ -124,6 +124,6 @@ func (s *Scanner) ScanTextFor(ctx context.Context, name string, data []byte, all
 		return nil, err
 	}
 	res := &Result{}
-	s.decide("", "", found, res)
+	s.decide("", "", dropCovered(found), res)
 	return res.Findings, nil
 }

@@ -41,7 +41,7 @@ func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error)
 		seg := segs[i]
 		t := seg.text
 		line, counted := seg.line, 0
-		joins, err := s.Rules.eng.detectJoins(ctx, t, func(m match) {
+		joins, folds, err := s.Rules.eng.detectJoins(ctx, t, func(m match) {
 			f := Finding{Kind: KindSecret, Rule: s.Rules.eng.rules[m.rule].cfg.RuleID, Where: seg.where,
 				Decoding: seg.decoding(), secret: secretText(m.secret), header: seg.header,
 				Snippet: strings.TrimSpace(snippet(m.line, m.secret)), basic: basicPassword(seg, m.secret)}
@@ -60,13 +60,21 @@ func (s *Scanner) match(ctx context.Context, segs []*segment) ([]Finding, error)
 		if err != nil {
 			return nil, ErrTimeout
 		}
+		more := func(enc, text string) {
+			if !own {
+				segs, own = slices.Clip(segs), true // the caller's array stays as it is
+			}
+			segs = append(segs, &segment{where: seg.where, chain: append(slices.Clone(seg.chain), enc),
+				text: text, header: seg.header, body: seg.body, depth: seg.depth + 1})
+		}
 		if joins && !slices.Contains(seg.chain, encJoined) {
 			if j, ok := joinedLiterals(t); ok {
-				if !own {
-					segs, own = slices.Clip(segs), true // the caller's array stays as it is
-				}
-				segs = append(segs, &segment{where: seg.where, chain: append(slices.Clone(seg.chain), encJoined),
-					text: j, header: seg.header, body: seg.body, depth: seg.depth + 1})
+				more(encJoined, j)
+			}
+		}
+		if len(folds) > 0 && unjoined(seg) {
+			if j := s.foldedLines(t, folds); j != "" {
+				more(encFolded, j)
 			}
 		}
 	}

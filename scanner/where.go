@@ -134,9 +134,9 @@ func dropCovered(found []Finding) []Finding {
 			// Pieces joined find again what a field held whole (also
 			// with the next piece, by a rule of a shape that reads on:
 			// an API key's shape around a provider's key), and a run's
-			// first pieces what all of it holds. A field's match that a
-			// joined one holds is otherwise another matter: the field
-			// held a part of it.
+			// first pieces what all of it holds, by the same rule. A
+			// field's match that a joined one holds is otherwise another
+			// matter: the field held a part of it.
 			shape := f.Rule == RuleKeyShape || f.Rule == genericRule
 			// generic-api-key wants "name = value": joined pieces make
 			// one of base64's padding and the next piece, and a token
@@ -147,13 +147,14 @@ func dropCovered(found []Finding) []Finding {
 			// segment "Deprecated").
 			covered = f.Rule == genericRule || !randomRun(string(f.secret))
 			for j, o := range found {
+				holds := strings.Contains(string(o.secret), string(f.secret))
+				held := o.Rule != f.Rule && shape && strings.Contains(string(f.secret), string(o.secret))
 				switch {
-				case o.secret == "" || j == i || o.Kind != KindSecret:
+				case o.secret == "" || j == i || o.Kind != KindSecret || o.Rule == genericRule && joinedField(o):
 				case !joinedField(o):
-					covered = covered || strings.Contains(string(o.secret), string(f.secret)) ||
-						shape && o.Rule != f.Rule && strings.Contains(string(f.secret), string(o.secret))
+					covered = covered || holds || held
 				default:
-					covered = covered || strings.Contains(string(o.secret), string(f.secret)) && (o.secret != f.secret || j < i)
+					covered = covered || o.Rule == f.Rule && holds && (o.secret != f.secret || j < i) || held
 				}
 			}
 		}
@@ -174,7 +175,8 @@ func dropCovered(found []Finding) []Finding {
 // joinedField reports a finding in pieces joined, of one request's fields
 // or across requests.
 func joinedField(f Finding) bool {
-	return strings.HasSuffix(f.Decoding, encJoinedFields) || strings.HasSuffix(f.Decoding, encJoinedRequests)
+	return strings.HasSuffix(f.Decoding, encJoinedFields) || strings.HasSuffix(f.Decoding, encJoinedRequests) ||
+		strings.HasSuffix(f.Decoding, encFolded)
 }
 
 // maxSafePath bounds the path SafePath reads: an incident keeps less.
