@@ -125,7 +125,8 @@ func looksLikeData(run string) bool {
 }
 
 // dropCovered drops high-entropy URL findings whose value holds a secret
-// that has its own finding.
+// that has its own finding, and findings in pieces joined that say no
+// more than another finding (or that do not look generated).
 func dropCovered(found []Finding) []Finding {
 	out := found[:0:0]
 	for i, f := range found {
@@ -172,8 +173,8 @@ func dropCovered(found []Finding) []Finding {
 	return out
 }
 
-// joinedField reports a finding in pieces joined, of one request's fields
-// or across requests.
+// joinedField reports a finding in pieces joined: of one request's
+// fields, across requests, or of a text's lines.
 func joinedField(f Finding) bool {
 	return strings.HasSuffix(f.Decoding, encJoinedFields) || strings.HasSuffix(f.Decoding, encJoinedRequests) ||
 		strings.HasSuffix(f.Decoding, encFolded)
