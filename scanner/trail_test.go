@@ -190,3 +190,39 @@ func TestRequestTrailConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// What one sandbox can make the trail hold is bounded: entries by
+// TrailEntries, each by trailBytes, however many fields and requests.
+func TestRequestTrailBounded(t *testing.T) {
+	s := testScanner(t)
+	s.TrailEntries = 8
+	for i := range 200 {
+		var q strings.Builder
+		for k := range 100 {
+			fmt.Fprintf(&q, "f%d_%d=%s&", i, k, randomString(base62, 100))
+		}
+		r := &Request{Source: fmt.Sprint("run-", i%20), Host: "c.test", URL: &url.URL{Path: "/", RawQuery: q.String()}}
+		if _, err := s.Scan(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := s.trail
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.entries) > 8 || tr.lru.Len() > 8 {
+		t.Fatalf("%d entries (%d in the list), want at most 8", len(tr.entries), tr.lru.Len())
+	}
+	for _, el := range tr.entries {
+		e := el.Value.(*trailEntry)
+		held := 0
+		for f, ps := range e.fields {
+			held += len(f.name)
+			for _, p := range ps {
+				held += len(p)
+			}
+		}
+		if held != e.bytes || held > trailBytes {
+			t.Errorf("an entry holds %d bytes (counted %d), want at most %d", held, e.bytes, trailBytes)
+		}
+	}
+}
