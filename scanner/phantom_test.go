@@ -57,6 +57,12 @@ func TestPhantomMisuse(t *testing.T) {
 		{"in the body", http.Header{"Authorization": {basic}}, "/", `{"t":"` + ph + `"}`, inPlace, "json:$.t"},
 		{"base64 in the body", nil, "/", base64.StdEncoding.EncodeToString([]byte("tok " + ph)), inPlace, "body"},
 		{"in the query", nil, "/?q=" + ph, "", inPlace, "url"},
+		// Joined with the header beside it (fieldjoin.go), the phantom is
+		// still only in its place.
+		{"in its header beside others", http.Header{"Private-Token": {ph}, "X-Request-Id": {"a1b2c3d4"}}, "/", "",
+			func(fp, where, decoding string) bool {
+				return fp == fingerprint(key, ph) && where == "header:Private-Token" && decoding == ""
+			}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, _ := url.Parse(tc.url)

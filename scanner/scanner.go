@@ -588,18 +588,17 @@ func (s *Scanner) withCanaries(segs []*segment, found []Finding, lengths map[int
 
 // decide assigns actions, drops bound credentials and sets the verdict.
 func (s *Scanner) decide(tenant, host string, found []Finding, res *Result) {
-	isBound := func(f *Finding) bool {
-		return s.Policy.bound(tenant, host, f) || f.basic && s.Policy.bound(tenant, host, plainCopy(f))
-	}
+	isBound := make([]bool, len(found))
 	var bound []secretText // joined pieces that hold one of these are bound too
 	for i := range found {
-		if isBound(&found[i]) {
-			bound = append(bound, found[i].secret)
+		f := &found[i]
+		if isBound[i] = s.Policy.bound(tenant, host, f) || f.basic && s.Policy.bound(tenant, host, plainCopy(f)); isBound[i] {
+			bound = append(bound, f.secret)
 		}
 	}
 	for i := range found {
 		f := &found[i]
-		if isBound(f) || joinedField(*f) && slices.ContainsFunc(bound, func(b secretText) bool { return strings.Contains(string(f.secret), string(b)) }) {
+		if isBound[i] || joinedField(*f) && slices.ContainsFunc(bound, func(b secretText) bool { return strings.Contains(string(f.secret), string(b)) }) {
 			continue
 		}
 		f.Action = s.Policy.action(tenant, s.Rules.actions, f)

@@ -1,13 +1,11 @@
 package scanner
 
 import (
-	"bytes"
 	"container/list"
 	"context"
-	"encoding/json"
 	"mime"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -139,7 +137,7 @@ func (e *trailEntry) add(field fieldKey, v string) {
 	}
 	e.fields[field] = append(ps, v)
 	e.bytes += len(v)
-	if i := indexOf(e.order, field); i >= 0 {
+	if i := slices.Index(e.order, field); i >= 0 {
 		e.order = append(e.order[:i], e.order[i+1:]...)
 	}
 	e.order = append(e.order, field)
@@ -176,15 +174,6 @@ func (t *trail) forget(k trailKey, fields []trailField) {
 			}
 		}
 	}
-}
-
-func indexOf(s []fieldKey, v fieldKey) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // eachTrailField calls fn with the pieces of req that the trail follows,
@@ -243,7 +232,16 @@ func eachTrailField(req *Request, body []byte, fn func(fieldKey, string)) {
 			add('f', queryUnescape(k), 0, queryUnescape(v))
 		}
 	case len(body) <= maxTrailJSON && (jsonType(mt) || mt == "" || mt == "text/plain") && json1(body):
-		eachJSONString(body, func(path, v string) { add('j', path, 0, v) })
+		// The strings by path, as the body's scan reads them ("key: value"
+		// under an object's key).
+		segs, _ := jsonSegments(body, nil, nil)
+		for _, g := range segs {
+			v := g.text
+			if _, mv, ok := objectMember(g); ok {
+				v = mv
+			}
+			add('j', g.where, 0, v)
+		}
 	case len(body) <= maxFieldPiece:
 		add('b', "", 0, strings.TrimSpace(bytesString(body)))
 	}
@@ -253,68 +251,6 @@ func eachTrailField(req *Request, body []byte, fn func(fieldKey, string)) {
 // a webhook's or an API's small call ({"text":"ghp_AbCd"}), not a chat's
 // conversation, whose strings are prose.
 const maxTrailJSON = 4 << 10
-
-// eachJSONString calls fn with each string value of the JSON document b
-// and its path ("$.a.b[2]").
-func eachJSONString(b []byte, fn func(path, v string)) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	type level struct {
-		key   string
-		index int
-		array bool
-	}
-	var stack []level
-	path := func() string {
-		var p strings.Builder
-		p.WriteByte('$')
-		for _, l := range stack {
-			if l.array {
-				p.WriteString("[" + strconv.Itoa(l.index) + "]")
-			} else {
-				p.WriteString("." + l.key)
-			}
-		}
-		return p.String()
-	}
-	// after marks a value done: the next one of an array is at the next
-	// index, the next one of an object is a key.
-	after := func() {
-		if n := len(stack); n > 0 {
-			if stack[n-1].array {
-				stack[n-1].index++
-			} else {
-				stack[n-1].key = ""
-			}
-		}
-	}
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, level{})
-			case '[':
-				stack = append(stack, level{array: true})
-			default:
-				stack = stack[:len(stack)-1]
-				after()
-			}
-		case string:
-			if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].key == "" {
-				stack[n-1].key = t
-				continue
-			}
-			fn(path(), t)
-			after()
-		default:
-			after()
-		}
-	}
-}
 
 // trailed is what a scan noted in the trail: the segments of its new
 // pieces joined with those before them, for each the pieces before (a
