@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -26,7 +27,6 @@ const (
 	encHex       = "hex"
 	encPercent   = "percent"
 	encReversed  = "reversed"
-	encROT13     = "rot13"
 )
 
 // run is an encoded stretch of text.
@@ -38,8 +38,9 @@ type run struct {
 }
 
 // tokenPrefixes are providers' token prefixes: a token written backwards
-// ("…_phg") ends with one reversed, one in ROT13 ("tuc_…") starts with one
-// so turned, and its receiver turns it back with a line of code.
+// ("…_phg") ends with one reversed, one with its letters turned some
+// places (ROT13's "tuc_…", a Caesar shift's "jks_…") starts with one so
+// turned, and its receiver turns it back with a line of code.
 var tokenPrefixes = func() []string {
 	out := []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_", "sk_live_", "rk_live_", "sk_test_"}
 	for _, k := range keyShapes {
@@ -89,8 +90,59 @@ func (p *prefixSet) endsOne(r string) bool {
 
 var (
 	reversedPrefixes = newPrefixSet(mapWords(tokenPrefixes, reversed), func(w string) byte { return w[len(w)-1] })
-	rot13Prefixes    = newPrefixSet(mapWords(tokenPrefixes, rot13), func(w string) byte { return w[0] })
+	turnedPrefixes   = newShiftIndex(tokenPrefixes)
 )
+
+// shiftIndex finds which of a set of prefixes a text starts with turned
+// some places (a Caesar shift, ROT13 among them), with one look-up: the
+// prefixes are filed by what a shift keeps of their first two bytes (the
+// case of each letter, the distance between them, a byte that is no
+// letter), so only those that can be there are compared.
+type shiftIndex map[uint32][]string
+
+func newShiftIndex(words []string) shiftIndex {
+	x := shiftIndex{}
+	for _, w := range words {
+		if k, ok := shiftKey(w); ok {
+			x[k] = append(x[k], w)
+		}
+	}
+	return x
+}
+
+// shiftKey is what a Caesar shift keeps of s's first two bytes; ok is false
+// when s does not start with a letter.
+func shiftKey(s string) (uint32, bool) {
+	if len(s) < 2 || !isASCIILetter(s[0]) {
+		return 0, false
+	}
+	k := uint32(s[0]&0x20) << 16 // the first letter's case
+	if c := s[1]; isASCIILetter(c) {
+		return k | uint32(c&0x20)<<8 | uint32(letterDistance(s[0], c)), true
+	}
+	return k | 0x100 | uint32(s[1]), true
+}
+
+// letterDistance is how many places on from letter a letter b is (0 to 25),
+// whatever their cases.
+func letterDistance(a, b byte) int { return (int(b|0x20) - int(a|0x20) + 26) % 26 }
+
+// turned reports by how many places (1 to 25) r's letters are turned from
+// a prefix in x, 0 for none (a prefix as it is is no turn: the rules find
+// it).
+func (x shiftIndex) turned(r string) int {
+	k, ok := shiftKey(r)
+	if !ok {
+		return 0
+	}
+	for _, w := range x[k] {
+		n := letterDistance(w[0], r[0])
+		if n != 0 && len(r) >= len(w) && rot(w, n) == r[:len(w)] {
+			return n
+		}
+	}
+	return 0
+}
 
 func mapWords(words []string, f func(string) string) []string {
 	out := make([]string, len(words))
@@ -101,17 +153,33 @@ func mapWords(words []string, f func(string) string) []string {
 }
 
 // rot13 is s with its ASCII letters turned 13 places.
-func rot13(s string) string {
+func rot13(s string) string { return rot(s, 13) }
+
+// rot is s with its ASCII letters turned n places (0 to 25) on.
+func rot(s string, n int) string {
 	b := []byte(s)
 	for i, c := range b {
 		switch {
 		case c >= 'a' && c <= 'z':
-			b[i] = 'a' + (c-'a'+13)%26
+			b[i] = 'a' + byte((int(c-'a')+n)%26)
 		case c >= 'A' && c <= 'Z':
-			b[i] = 'A' + (c-'A'+13)%26
+			b[i] = 'A' + byte((int(c-'A')+n)%26)
 		}
 	}
 	return string(b)
+}
+
+// rotName is the decoding chain's name of letters turned n places on, as
+// the sender turned them: ROT13, or a Caesar shift.
+func rotName(n int) string { return "rot" + strconv.Itoa(n) }
+
+// rotOf is n of a rotName, 0 for another name.
+func rotOf(enc string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(enc, "rot"))
+	if err != nil || !strings.HasPrefix(enc, "rot") || n < 1 || n > 25 {
+		return 0
+	}
+	return n
 }
 
 // reversed is s backwards, byte by byte (tokens are ASCII).
@@ -123,8 +191,9 @@ func reversed(s string) string {
 	return string(b)
 }
 
-// encodedRuns finds base64, base64url and hex runs in s that decode to
-// text, and runs that are a token written backwards or in ROT13.
+// encodedRuns finds base64, base64url, base32 and hex runs in s that decode
+// to text, forwards or written backwards, and runs that are a token written
+// backwards or with its letters turned.
 func encodedRuns(s string) []run {
 	var out []run
 	for i := 0; i < len(s); {
@@ -259,8 +328,10 @@ func withoutLayout(s string) string {
 
 // readRun appends what the base64 bytes s[i:j] (then padding up to k)
 // read as: a run wrapped over the lines after it (its end, past k, is then
-// returned, and nothing else is read), or the run decoded, backwards or in
-// ROT13. encodedRuns and its byte-by-byte reference share it.
+// returned, and nothing else is read), or the run decoded, forwards or
+// backwards (`base64 | rev`: the padding, if any, is before i), and the run
+// as a token backwards or with its letters turned. encodedRuns and its
+// byte-by-byte reference share it.
 func readRun(s string, i, j, k int, out []run) ([]run, int) {
 	if k == j {
 		if end, joined, ok := wrappedRun(s, i, j); ok {
@@ -273,14 +344,36 @@ func readRun(s string, i, j, k int, out []run) ([]run, int) {
 	if r, ok := decodeRun(s[i:k]); ok {
 		r.start, r.end = i, k
 		out = append(out, r)
+	} else if r, ok := decodeReversed(s[i:j]); ok {
+		r.start, r.end, r.enc = i, j, encReversed+" > "+r.enc
+		out = append(out, r)
 	}
 	if reversedPrefixes.endsOne(s[i:j]) {
 		out = append(out, run{start: i, end: j, enc: encReversed, decoded: reversed(s[i:j])})
 	}
-	if rot13Prefixes.startsOne(s[i:j]) {
-		out = append(out, run{start: i, end: j, enc: encROT13, decoded: rot13(s[i:j])})
+	if n := turnedPrefixes.turned(s[i:j]); n != 0 {
+		out = append(out, run{start: i, end: j, enc: rotName(n), decoded: rot(s[i:j], 26-n)})
 	}
 	return out, k
+}
+
+// decodeReversed is decodeRun of t written backwards, turned on the stack:
+// most runs read no better backwards, and nothing of them is kept.
+func decodeReversed(t string) (run, bool) {
+	if !mayStartText(t) {
+		return run{}, false
+	}
+	var stack [512]byte
+	var b []byte
+	if len(t) > len(stack) {
+		b = make([]byte, len(t))
+	} else {
+		b = stack[:len(t)]
+	}
+	for i := range len(t) {
+		b[len(t)-1-i] = t[i]
+	}
+	return decodeRun(unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 func isB64(c byte) bool { return b64Chars[c] }
@@ -359,6 +452,33 @@ func decodeRun(t string) (run, bool) {
 	return run{enc: enc, decoded: string(buf[:n])}, true
 }
 
+// mayStartText reports whether the run t, written backwards, may decode
+// to text that starts with ASCII, by what the first bytes of such text
+// leave in the encoding, read from t's end: hex digits 0 to 7 before each
+// byte's second, base64 digits A to f (values below 32) at each group's
+// start. Most runs that are no encoding backwards (hashes, identifiers)
+// fail it in a few bytes, and are not decoded. Base32, rare, is decoded.
+func mayStartText(t string) bool {
+	n := len(t)
+	if n >= minHexRun && n%2 == 0 && isHexStr(t) {
+		for g := 0; g < 8; g++ {
+			if c := t[n-1-2*g]; c < '0' || c > '7' {
+				return false
+			}
+		}
+		return true
+	}
+	if base32Digits(t) {
+		return true
+	}
+	for g := 0; g < 4 && 4*g < n; g++ {
+		if c := t[n-1-4*g]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // decodeBase32 decodes t when it is base32 (RFC 4648) in one case, padded
 // or not, and reads as text: base32's digits are base64's too, and a
 // sender told to hide a token picks either. A run of capitals or of
@@ -366,6 +486,18 @@ func decodeRun(t string) (run, bool) {
 // when it is no base32 it goes on to be read as base64.
 func decodeBase32(t string) (string, bool) {
 	t = strings.TrimRight(t, "=")
+	if !base32Digits(t) {
+		return "", false
+	}
+	b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(t))
+	if err != nil || len(b) < 8 || !textual(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+// base32Digits reports whether t is all base32 digits, in one case.
+func base32Digits(t string) bool {
 	upper, lower := true, true
 	for i := 0; i < len(t); i++ {
 		switch c := t[i]; {
@@ -375,14 +507,10 @@ func decodeBase32(t string) (string, bool) {
 		case c >= 'a' && c <= 'z' && lower:
 			upper = false
 		default: // no base32 digit, or the other case
-			return "", false
+			return false
 		}
 	}
-	b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(strings.ToUpper(t))
-	if err != nil || len(b) < 8 || !textual(b) {
-		return "", false
-	}
-	return string(b), true
+	return true
 }
 
 // textual reports whether b reads as text: valid UTF-8 with few control bytes.
@@ -738,11 +866,15 @@ func redactText(s string, secrets []string, depth int) string {
 
 // reencode encodes text as orig was encoded (padding kept as it was).
 func reencode(enc, orig, text string) string {
+	if inner, ok := strings.CutPrefix(enc, encReversed+" > "); ok {
+		return reversed(reencode(inner, reversed(orig), text))
+	}
+	if n := rotOf(enc); n != 0 {
+		return rot(text, n)
+	}
 	switch enc {
 	case encReversed:
 		return reversed(text)
-	case encROT13:
-		return rot13(text)
 	case encHex:
 		h := hex.EncodeToString([]byte(text))
 		if strings.ToUpper(orig) == orig {

@@ -296,6 +296,16 @@ func TestRedact(t *testing.T) {
 			check: turnedBack(reversed(tok))},
 		{name: "rot13", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + rot13(tok) + " y",
 			check: turnedBack(rot13(tok))},
+		{name: "rot3", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + rot(tok, 3) + " y",
+			check: turnedBack(rot(tok, 3))},
+		{name: "base64 backwards", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + reversed(b64) + " y",
+			check: func(t *testing.T, b []byte) {
+				f := strings.Fields(string(b))
+				d, err := base64.StdEncoding.DecodeString(reversed(f[1]))
+				if len(f) != 3 || err != nil || !strings.HasPrefix(string(d), "token=****") {
+					t.Errorf("backwards run not re-encoded backwards with the mask: %q (%v)", b, err)
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := "https://api.example.test/v1/x"

@@ -1,6 +1,8 @@
 package scanner
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -111,13 +113,19 @@ func TestSpelledHideNoToken(t *testing.T) {
 	}
 }
 
-// A token written backwards or in ROT13 is found by its provider's prefix
-// so turned; a lockfile's hashes and ordinary words make no layer.
+// A token written backwards or with its letters turned (ROT13, any Caesar
+// shift) is found by its provider's prefix so turned, and one encoded and
+// then written backwards (`base64 | rev`) by its decoding; a lockfile's
+// hashes and ordinary words make no layer.
 func TestTurnedToken(t *testing.T) {
 	s := testScanner(t)
 	for _, kind := range []string{"github-pat", "aws-access-token", "gitlab-pat", "slack-bot-token", "openai-api-key"} {
 		tok := MustFake(t, kind)
-		for enc, turn := range map[string]func(string) string{encReversed: reversed, encROT13: rot13} {
+		for enc, turn := range map[string]func(string) string{
+			encReversed: reversed, "rot13": rot13, "rot1": func(s string) string { return rot(s, 1) },
+			"rot3": func(s string) string { return rot(s, 3) }, "rot25": func(s string) string { return rot(s, 25) },
+			encReversed + " > base64": func(s string) string { return reversed(base64.StdEncoding.EncodeToString([]byte(s))) },
+			encReversed + " > hex": func(s string) string { return reversed(hex.EncodeToString([]byte(s))) }} {
 			res := scanTyped(t, s, "text/plain", "here it is: "+turn(tok)+" thanks")
 			found := false
 			for _, f := range res.Findings {
@@ -133,7 +141,7 @@ func TestTurnedToken(t *testing.T) {
 		"the package-manager-tasks and some-other-long-words",
 	} {
 		for _, r := range encodedRuns(text) {
-			if r.enc == encReversed || r.enc == encROT13 {
+			if strings.HasPrefix(r.enc, encReversed) || rotOf(r.enc) != 0 {
 				t.Errorf("%q: a %s layer %q", text, r.enc, r.decoded)
 			}
 		}
