@@ -675,6 +675,14 @@ func (s *Scanner) peel(segs []*segment, sh *inspectShared) ([]*segment, []Findin
 			if d, ok := charCodeRuns(around(g.text, g.features().numbers)); ok {
 				out = append(out, child(encCodes, d))
 			}
+			if d, ok := octalCodeRuns(around(g.text, g.features().numbers)); ok {
+				out = append(out, child(encOctal, d))
+			}
+		}
+		if g.features().f&fDigits != 0 {
+			if d, ok := binaryRuns(around(g.text, g.features().digits)); ok {
+				out = append(out, child(encBinary, d))
+			}
 		}
 		if dumpAhead(g.text) || g.features().f&(fDelimHex|fSpelled) != 0 && strings.Contains(g.text, "000") {
 			if d, ok := hexdumpLayer(g.text); ok {

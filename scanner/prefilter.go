@@ -24,6 +24,7 @@ const (
 	fMixedScript              // a letter, digit or _ beside a byte from 0x80: a token may hold a lookalike letter
 	fSpelled                  // single letters and digits evenly apart: a text spelled out (spelledRuns)
 	fNumberList               // many numbers of two or three digits: character codes may be there (charCodeRuns)
+	fDigits                   // a block of 64 bytes half digits: binary codes may be there (binaryRuns)
 )
 
 // Byte classes for features.
@@ -64,9 +65,10 @@ type featureMarks struct {
 	f       uint32
 	phrases [][2]int // when fWords: the spans that hold the phrases
 	words58 [][2]int // when fBase58: the words eachBase58Token gives
-	// When fSpelled and fNumberList: from the first block with the mark to
-	// the end of the last (spelledRuns and charCodeRuns read around it).
-	spelled, numbers [2]int
+	// When fSpelled, fNumberList and fDigits: from the first block with the
+	// mark to the end of the last (spelledRuns, charCodeRuns and binaryRuns
+	// read around it).
+	spelled, numbers, digits [2]int
 }
 
 // featureScan is features and, when fWords is set, the spans of s that
@@ -286,7 +288,13 @@ func scanFeatureBytes(s string) featureMarks {
 // character at a time has a dozen in the block it is in ("g h p _",
 // "g-h-p", `"g", "h"`), and prose and code rarely one. fNumberList: eight
 // or more such numbers, as a list of character codes has ("103,104,112").
-func (m *featureMarks) markSpelled(base int, iso, numbers uint64) {
+// fDigits: half the block's bytes digits (of which it has nd), as binary
+// codes have ("01100111 01101000": eight in nine).
+func (m *featureMarks) markSpelled(base int, iso, numbers uint64, nd int) {
+	if nd >= 32 {
+		m.digits = markSpan(m.digits, m.f&fDigits != 0, base)
+		m.f |= fDigits
+	}
 	if bits.OnesCount64(iso) >= 6 { // four triples need six
 		var three uint64
 		for k := uint(2); k <= 5; k++ {
@@ -331,6 +339,7 @@ func spelledBytes(s string, m *featureMarks) {
 	digit := func(i int) bool { return class(i) == clDigit }
 	for b := 0; b < len(s); b += 64 {
 		var iso, numbers uint64
+		nd := 0
 		for i := b; i < min(b+64, len(s)); i++ {
 			if alnum(i) && !alnum(i-1) && !alnum(i+1) {
 				iso |= 1 << (i - b)
@@ -338,8 +347,11 @@ func spelledBytes(s string, m *featureMarks) {
 			if digit(i) && !alnum(i-1) && digit(i+1) && (!alnum(i+2) || digit(i+2) && !alnum(i+3)) {
 				numbers |= 1 << (i - b)
 			}
+			if digit(i) {
+				nd++
+			}
 		}
-		m.markSpelled(b, iso, numbers)
+		m.markSpelled(b, iso, numbers, nd)
 	}
 }
 

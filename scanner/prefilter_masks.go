@@ -44,7 +44,7 @@ func scanMasks(s string, inGo bool) featureMarks {
 		f |= fBase58
 	}
 	return featureMarks{f: f | m.spelled.f, phrases: m.wr.phrases, words58: m.wr.words58,
-		spelled: m.spelled.spelled, numbers: m.spelled.numbers}
+		spelled: m.spelled.spelled, numbers: m.spelled.numbers, digits: m.spelled.digits}
 }
 
 // maskBatch is how many blocks the classifier does per call.
@@ -159,12 +159,13 @@ func (m *maskScan) block(base int, p, c, n *blockMasks) {
 // and n, whose letters and digits are al and isolated ones iso.
 func (m *maskScan) spelledBlock(base int, p, c, n *blockMasks, al, iso uint64) {
 	var numbers uint64
-	if bits.OnesCount64(c.digit) >= 15 { // eight numbers starting here: all but the last have two digits here
+	nd := bits.OnesCount64(c.digit)
+	if nd >= 15 { // eight numbers starting here: all but the last have two digits here
 		pAl, nAl := p.lower|p.upper|p.digit, n.lower|n.upper|n.digit
 		d := after(c.digit, n.digit, 1) &^ before(al, pAl, 1) & c.digit // a number's first two digits
 		numbers = d&^after(al, nAl, 2) | d&after(c.digit, n.digit, 2)&^after(al, nAl, 3)
 	}
-	m.spelled.markSpelled(base, iso, numbers)
+	m.spelled.markSpelled(base, iso, numbers, nd)
 }
 
 // b64Runs sets fB64Run and fLongRun for the runs of base64 bytes that

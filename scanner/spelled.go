@@ -11,6 +11,8 @@ const (
 	encSpelled  = "spelled"  // a character at a time with one separator between
 	encEntities = "entities" // HTML character references (&#103;&#x68;)
 	encCodes    = "codes"    // character codes in decimal (103,104,112)
+	encOctal    = "octal"    // character codes in octal (147 150 160)
+	encBinary   = "binary"   // character codes in binary (01100111 01101000, 0b1100111)
 )
 
 // minSpelled is the fewest characters a spelled run has: the shortest
@@ -98,12 +100,39 @@ func spelledRun(s string, i int) (string, int, bool) {
 // after the spelledContext bytes before it, one per line; ok is false when
 // s holds none. Like spelledRuns, a run must hold a letter.
 func charCodeRuns(s string) (string, bool) {
+	return codeRuns(s, func(c byte) bool { return c >= '1' && c <= '9' }, charCode, nil)
+}
+
+// octalCodeRuns is charCodeRuns for codes of three octal digits (040 to
+// 176: `od -b`, "\147" without its backslash).
+func octalCodeRuns(s string) (string, bool) {
+	return codeRuns(s, func(c byte) bool { return c == '0' || c == '1' }, octalCode, nil)
+}
+
+// binaryRuns is charCodeRuns for codes in binary: 6 to 8 digits, each with
+// 0b before it or none (Python's bin() and format(c, "08b"), `xxd -b`),
+// and a string of 8 digits a character with nothing between them.
+func binaryRuns(s string) (string, bool) {
+	return codeRuns(s, func(c byte) bool { return c == '0' || c == '1' }, binaryCode, binaryString)
+}
+
+// codeRuns reads the runs of codes that start at a byte that starts one
+// and has no letter or digit before it; whole, when given, reads a run
+// written with nothing between its codes first.
+func codeRuns(s string, starts func(byte) bool, code func(string) (byte, int), whole func(string, int) (string, int, bool)) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] < '1' || s[i] > '9' || i > 0 && isAlnum(s[i-1]) {
+		if !starts(s[i]) || i > 0 && isAlnum(s[i-1]) {
 			continue
 		}
-		run, end, ok := charCodeRun(s, i)
+		if whole != nil {
+			if run, end, ok := whole(s, i); ok {
+				keepRun(&b, s, i, run)
+				i = end - 1
+				continue
+			}
+		}
+		run, end, ok := codeRun(s, i, code)
 		if !ok {
 			i = max(i, end-1) // as in spelledRuns
 			continue
@@ -114,15 +143,15 @@ func charCodeRuns(s string) (string, bool) {
 	return b.String(), b.Len() > 0
 }
 
-// charCodeRun reads a run of character codes that starts at s[i]: the text
-// they spell and where the run ends; ok is false when it is shorter than
-// minSpelled, and the end is then where its last number is.
-func charCodeRun(s string, i int) (string, int, bool) {
+// codeRun reads a run of character codes (read by code) that starts at
+// s[i]: the text they spell and where the run ends; ok is false when it is
+// shorter than minSpelled, and the end is then where its last code is.
+func codeRun(s string, i int, code func(string) (byte, int)) (string, int, bool) {
 	var run []byte
 	var sep string
 	j, last := i, i // where the next number is, and the last one read
 	for {
-		c, n := charCode(s[j:])
+		c, n := code(s[j:])
 		if n == 0 {
 			break
 		}
@@ -145,6 +174,64 @@ func charCodeRun(s string, i int) (string, int, bool) {
 	}
 	if len(run) < minSpelled {
 		return "", last, false
+	}
+	return string(run), j, true
+}
+
+// octalCode is charCode for three octal digits.
+func octalCode(s string) (c byte, n int) {
+	if len(s) < 3 || len(s) > 3 && isAlnum(s[3]) {
+		return 0, 0
+	}
+	v := 0
+	for _, d := range []byte(s[:3]) {
+		if d < '0' || d > '7' {
+			return 0, 0
+		}
+		v = v*8 + int(d-'0')
+	}
+	if v < 32 || v > 126 {
+		return 0, 0
+	}
+	return byte(v), 3
+}
+
+// binaryCode is charCode for 6 to 8 binary digits, 0b before them or not.
+func binaryCode(s string) (c byte, n int) {
+	if len(s) > 2 && s[0] == '0' && s[1]|0x20 == 'b' {
+		n = 2
+	}
+	v, d := 0, n
+	for d < len(s) && d-n <= 8 && (s[d] == '0' || s[d] == '1') {
+		v, d = v<<1|int(s[d]-'0'), d+1
+	}
+	if d-n < 6 || d-n > 8 || v < 32 || v > 126 || d < len(s) && isAlnum(s[d]) {
+		return 0, 0
+	}
+	return byte(v), d
+}
+
+// binaryString reads, at s[i], minSpelled or more characters written as 8
+// binary digits each with nothing between them; ok is false when the run
+// of binary digits there is no such, and end is then where it ends.
+func binaryString(s string, i int) (string, int, bool) {
+	j := i
+	for j < len(s) && (s[j] == '0' || s[j] == '1') {
+		j++
+	}
+	if j-i < 8*minSpelled || (j-i)%8 != 0 || j < len(s) && isAlnum(s[j]) {
+		return "", j, false
+	}
+	run := make([]byte, 0, (j-i)/8)
+	for k := i; k < j; k += 8 {
+		v := 0
+		for _, d := range []byte(s[k : k+8]) {
+			v = v<<1 | int(d-'0')
+		}
+		if v < 32 || v > 126 {
+			return "", j, false
+		}
+		run = append(run, byte(v))
 	}
 	return string(run), j, true
 }

@@ -32,6 +32,43 @@ func TestSpelledRuns(t *testing.T) {
 	}
 }
 
+func TestBinaryAndOctalRuns(t *testing.T) {
+	word := "AbCdEfGh_1234-xyzQ"
+	each := func(format, sep string) string {
+		var parts []string
+		for _, c := range []byte(word) {
+			parts = append(parts, fmt.Sprintf(format, c))
+		}
+		return strings.Join(parts, sep)
+	}
+	for in, want := range map[string]string{
+		"bits " + each("%08b", " "):         "bits " + word + "\n",
+		"bits " + each("%08b", ""):          "bits " + word + "\n",
+		"[" + each("0b%b", ", ") + "]":      "[" + word + "\n",
+		"x=" + each("%b", ",") + ";":        "x=" + word + "\n",
+		"x " + each("%08b", "") + "0000000": "", // not whole characters
+		"x " + each("%08b", " ") + " 11":    "x " + word + "\n",
+		each("%08b", "")[1:]:                "", // its first bit cut off
+	} {
+		got, ok := binaryRuns(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("binaryRuns(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	if got, ok := octalCodeRuns("od: " + each("%03o", " ")); !ok || got != "od: "+word+"\n" {
+		t.Errorf("octalCodeRuns = %q, %v", got, ok)
+	}
+	for _, in := range []string{
+		each("%03o", " ")[4*4:] + " 9",   // shorter than minSpelled
+		strings.Repeat("777 ", 20),       // out of range
+		strings.Repeat("0755 0644 ", 10), // four digits
+	} {
+		if got, ok := octalCodeRuns(in); ok {
+			t.Errorf("octalCodeRuns(%q) = %q: no text is there", in, got)
+		}
+	}
+}
+
 func TestCharCodeRuns(t *testing.T) {
 	codes := func(s, sep string) string {
 		var parts []string
@@ -70,6 +107,7 @@ func TestSpelledHideNoToken(t *testing.T) {
 	tok := MustFake(t, "github-pat")
 	chars := strings.Split(tok, "")
 	var dec, hex, oct, codes strings.Builder
+	var bin8, bin0b, bin7, octs []string
 	for i, c := range []byte(tok) {
 		fmt.Fprintf(&dec, "&#%d;", c)
 		fmt.Fprintf(&hex, "&#x%x;", c)
@@ -78,6 +116,8 @@ func TestSpelledHideNoToken(t *testing.T) {
 			codes.WriteString(",")
 		}
 		fmt.Fprint(&codes, c)
+		bin8, bin0b, bin7 = append(bin8, fmt.Sprintf("%08b", c)), append(bin0b, fmt.Sprintf("0b%b", c)), append(bin7, fmt.Sprintf("%b", c))
+		octs = append(octs, fmt.Sprintf("%03o", c))
 	}
 	scan := func(body string) *Result { t.Helper(); return scanTyped(t, s, "text/plain", body) }
 	for name, c := range map[string]struct{ text, enc string }{
@@ -91,6 +131,12 @@ func TestSpelledHideNoToken(t *testing.T) {
 		"decimal references":  {dec.String(), encEntities},
 		"hex references":      {hex.String(), encEntities},
 		"octal escapes":       {`"` + oct.String() + `"`, encEscapes},
+		"octal codes":         {strings.Join(octs, " "), encOctal},
+		"binary codes":        {strings.Join(bin8, " "), encBinary},
+		"binary as bin()":     {"[" + strings.Join(bin0b, ", ") + "]", encBinary},
+		"binary, 7 digits":    {strings.Join(bin7, ","), encBinary},
+		"binary in one":       {strings.Join(bin8, ""), encBinary},
+		"binary in JSON":      {`["` + strings.Join(bin8, `","`) + `"]`, encBinary},
 	} {
 		res := scan("here it is: " + c.text + " thanks")
 		found := false
@@ -106,6 +152,10 @@ func TestSpelledHideNoToken(t *testing.T) {
 		"for i := 0; i < n; i++ { a[i] = f(a, b, c, d, e) }",
 		`{"pixels":[12,200,33,47,90,128,255,0,17,64,99,101,180,3,77,45,66,91,240,12]}`,
 		"Tom &amp; Jerry &#8212; a cartoon &#169; 1940",
+		"flags 0110 1011 0001 1110 0101 1010 0011 1100 0110 1001 1111 0000 1010 0101 1100 0011 0111",
+		strings.Repeat("1100101 ", 40), // one character many times: no token
+		"mode 0644 0755 0600 0700 0644 0755 0600 0700 0644 0755 0600 0700 0644 0755 0600 0700",
+		strings.Repeat("0", 256) + " " + strings.Repeat("01", 128), // bits that spell nothing printable
 	} {
 		if res := scan(benign); res.Verdict != Pass {
 			t.Errorf("%q: verdict %v:%s", benign, res.Verdict, dump(res.Findings))
@@ -125,7 +175,7 @@ func TestTurnedToken(t *testing.T) {
 			encReversed: reversed, "rot13": rot13, "rot1": func(s string) string { return rot(s, 1) },
 			"rot3": func(s string) string { return rot(s, 3) }, "rot25": func(s string) string { return rot(s, 25) },
 			encReversed + " > base64": func(s string) string { return reversed(base64.StdEncoding.EncodeToString([]byte(s))) },
-			encReversed + " > hex": func(s string) string { return reversed(hex.EncodeToString([]byte(s))) }} {
+			encReversed + " > hex":    func(s string) string { return reversed(hex.EncodeToString([]byte(s))) }} {
 			res := scanTyped(t, s, "text/plain", "here it is: "+turn(tok)+" thanks")
 			found := false
 			for _, f := range res.Findings {
