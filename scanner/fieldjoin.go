@@ -352,6 +352,75 @@ func (j *joiner) spans() {
 			}
 		}
 	})
+	j.encodedSpans(joined, ends, done)
+}
+
+// encodedSpans writes, as spans does, the runs of two or more consecutive
+// pieces that are one encoded run together (a token base64'd or hex'd and
+// then cut: no keyword shows in the pieces) when it decodes to text that
+// holds a keyword a token holds. Only runs of pieces that are all base64
+// or hex digits, padded at most at their end, are decoded, from the pieces
+// whose first bytes can start text (mayEncodeText), on the stack.
+func (j *joiner) encodedSpans(joined string, ends []int, done map[[2]int]bool) {
+	var encoded, padded [maxSpanRun]bool
+	for k, end := range ends {
+		from := 0
+		if k > 0 {
+			from = ends[k-1]
+		}
+		encoded[k], padded[k] = encodedPiece(joined[from:end]), joined[end-1] == '='
+	}
+	for a := range len(ends) - 1 {
+		from := 0
+		if a > 0 {
+			from = ends[a-1]
+		}
+		if !encoded[a] || !mayEncodeText(joined[from:]) {
+			continue
+		}
+		for z := a + 1; z < len(ends) && z-a < maxSpanPieces && ends[z]-from <= maxJoinedSpan; z++ {
+			if !encoded[z] || padded[z-1] {
+				break // a piece that is no encoding, or padding before the end
+			}
+			span := joined[from:ends[z]]
+			if len(span) < minBase64Run || done[[2]int{a, z}] || j.tail && z < len(ends)-1 {
+				continue
+			}
+			if r, ok := decodeRun(span); !ok || !j.holdsTokenKeyword(r.decoded) {
+				continue
+			}
+			b := j.text()
+			if b.Len()+len(span)+1 > maxJoinedText {
+				return
+			}
+			if done == nil {
+				done = map[[2]int]bool{}
+			}
+			done[[2]int{a, z}] = true
+			b.WriteString(span)
+			b.WriteByte('\n')
+		}
+	}
+}
+
+// encodedPiece reports a piece that may be part of a base64, base64url or
+// hex run: its digits, and padding at its end.
+func encodedPiece(p string) bool {
+	p = strings.TrimRight(p, "=")
+	for i := 0; i < len(p); i++ {
+		if !b64Chars[p[i]] {
+			return false
+		}
+	}
+	return p != ""
+}
+
+// holdsTokenKeyword reports whether t holds a keyword that a rule's token
+// holds.
+func (j *joiner) holdsTokenKeyword(t string) bool {
+	found := false
+	j.kw.each(t, func(_, id int) { found = found || j.inToken[id] })
+	return found
 }
 
 // segments are the joined texts, each of the layers in chain.

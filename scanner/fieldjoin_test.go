@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -58,6 +60,46 @@ func TestFieldPiecesHideNoToken(t *testing.T) {
 				}
 				if name == "path" && strings.Contains(res.Path, b) {
 					t.Errorf("%s: the path keeps a piece: %q", kind, res.Path)
+				}
+			}
+		}
+	}
+}
+
+// A token encoded (base64, base64url, hex, base32) and then cut into a
+// request's fields is found by its pieces joined and decoded, though no
+// piece shows a keyword.
+func TestEncodedFieldPiecesHideNoToken(t *testing.T) {
+	s := testScanner(t)
+	u := func(raw string) *url.URL { return mustURL(t, raw) }
+	q := url.QueryEscape
+	for _, kind := range []string{"github-pat", "aws-access-token", "stripe-access-token", "anthropic-api-key"} {
+		tok := generatedFake(t, kind)
+		for enc, encode := range map[string]func([]byte) string{
+			"base64": base64.StdEncoding.EncodeToString, "base64url": base64.RawURLEncoding.EncodeToString,
+			"hex": hex.EncodeToString, "base32": base32.StdEncoding.EncodeToString,
+		} {
+			v := encode([]byte("token=" + tok))
+			a, b, c := v[:len(v)/3], v[len(v)/3:2*len(v)/3], v[2*len(v)/3:]
+			for name, r := range map[string]*Request{
+				"query":     {URL: u("https://x.test/p?v=2&z=" + q(a) + "&b=" + q(b) + "&a=" + q(c) + "&page=3")},
+				"path":      {URL: u("https://x.test/api/" + a + "/" + b + "/" + c + "/x")},
+				"headers":   {URL: u("https://x.test/"), Header: http.Header{"X-A": {a}, "X-B": {b}, "X-C": {c}, "Accept-Encoding": {"gzip"}}},
+				"cookies":   {URL: u("https://x.test/"), Header: http.Header{"Cookie": {"z=" + a + "; a=" + b + "; m=" + c + "; theme=dark"}}},
+				"form":      {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, Body: strings.NewReader("user=bob&z=" + q(a) + "&a=" + q(b) + "&b=" + q(c))},
+				"multipart": {URL: u("https://x.test/"), Header: http.Header{"Content-Type": {"multipart/form-data; boundary=b"}}, Body: strings.NewReader(multipartOf("note", "hi there", "z", a, "a", b, "m", c))},
+			} {
+				res, err := s.Scan(context.Background(), r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// base64url without its own digits decodes as base64.
+				found, want := false, encJoinedFields+" > "+strings.TrimSuffix(enc, "url")
+				for _, f := range res.Findings {
+					found = found || strings.Contains(string(f.secret), tok) && strings.HasPrefix(f.Decoding, want)
+				}
+				if res.Verdict != Block || !found {
+					t.Errorf("%s in %s cut in %s: %v:%s", kind, enc, name, res.Verdict, dump(res.Findings))
 				}
 			}
 		}

@@ -360,7 +360,12 @@ func readRun(s string, i, j, k int, out []run) ([]run, int) {
 // decodeReversed is decodeRun of t written backwards, turned on the stack:
 // most runs read no better backwards, and nothing of them is kept.
 func decodeReversed(t string) (run, bool) {
-	if !mayStartText(t) {
+	var head [16]byte
+	k := min(len(t), len(head))
+	for i := range k {
+		head[i] = t[len(t)-1-i]
+	}
+	if !mayEncodeText(string(head[:k])) {
 		return run{}, false
 	}
 	var stack [512]byte
@@ -452,27 +457,33 @@ func decodeRun(t string) (run, bool) {
 	return run{enc: enc, decoded: string(buf[:n])}, true
 }
 
-// mayStartText reports whether the run t, written backwards, may decode
-// to text that starts with ASCII, by what the first bytes of such text
-// leave in the encoding, read from t's end: hex digits 0 to 7 before each
-// byte's second, base64 digits A to f (values below 32) at each group's
-// start. Most runs that are no encoding backwards (hashes, identifiers)
-// fail it in a few bytes, and are not decoded. Base32, rare, is decoded.
-func mayStartText(t string) bool {
-	n := len(t)
-	if n >= minHexRun && n%2 == 0 && isHexStr(t) {
-		for g := 0; g < 8; g++ {
-			if c := t[n-1-2*g]; c < '0' || c > '7' {
-				return false
-			}
-		}
+// mayEncodeText reports whether an encoded run that starts with t (its
+// first 16 bytes are read) may decode to text that starts with ASCII, read
+// as hex, base32 or base64, by what such text leaves at the start of each
+// byte or group: hex digits 0 to 7 before each byte's second, base32
+// digits (of one case) A to P (values below 16), base64 digits A to f
+// (below 32). Most runs that are no encoding (hashes, identifiers) fail it
+// in a few bytes, and are not decoded.
+func mayEncodeText(t string) bool {
+	t = t[:min(len(t), 16)]
+	b64 := true
+	for i := 0; i < len(t) && b64; i += 4 {
+		c := t[i]
+		b64 = c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'f'
+	}
+	if b64 {
 		return true
 	}
-	if base32Digits(t) {
+	b32 := base32Digits(strings.TrimRight(t, "="))
+	for i := 0; i < len(t) && b32; i += 8 {
+		c := t[i] | 0x20
+		b32 = c >= 'a' && c <= 'p'
+	}
+	if b32 {
 		return true
 	}
-	for g := 0; g < 4 && 4*g < n; g++ {
-		if c := t[n-1-4*g]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'f') {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !isHexByte[c] || i%2 == 0 && (c < '0' || c > '7') {
 			return false
 		}
 	}

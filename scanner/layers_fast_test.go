@@ -1,6 +1,10 @@
 package scanner
 
 import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -104,4 +108,42 @@ func FuzzDecodeLines(f *testing.F) {
 			}
 		}
 	})
+}
+
+// mayEncodeText never turns away an encoding of ASCII text, in any of the
+// encodings and cases the decoders read, and turns away most hashes.
+func TestMayEncodeText(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 500 {
+		b := make([]byte, 8+r.IntN(40))
+		for i := range b {
+			b[i] = byte(0x20 + r.IntN(0x5f))
+			if r.IntN(20) == 0 {
+				b[i] = "\t\n\r"[r.IntN(3)]
+			}
+		}
+		h := hex.EncodeToString(b)
+		b32 := base32.StdEncoding.EncodeToString(b)
+		for _, enc := range []string{h, strings.ToUpper(h), b32, strings.ToLower(b32),
+			base64.StdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b)} {
+			if !mayEncodeText(enc) {
+				t.Fatalf("%q (encoding %q) turned away", b, enc)
+			}
+		}
+	}
+	passed := 0
+	for range 1000 {
+		raw := make([]byte, 32)
+		for i := range raw {
+			raw[i] = byte(r.Uint32())
+		}
+		for _, enc := range []string{hex.EncodeToString(raw), base64.StdEncoding.EncodeToString(raw)} {
+			if mayEncodeText(enc) {
+				passed++
+			}
+		}
+	}
+	if passed > 200 {
+		t.Errorf("%d of 2,000 hashes may be text: the check reads too little", passed)
+	}
 }

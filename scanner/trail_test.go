@@ -85,6 +85,48 @@ func TestRequestTrailHidesNoToken(t *testing.T) {
 	}
 }
 
+// A token encoded and then sent a piece a request (`base64 | fold -w 20 |
+// while read p; do curl …?d=$p; done`) is found when its pieces join into a
+// run that decodes to it.
+func TestRequestTrailEncodedPieces(t *testing.T) {
+	tok := generatedFake(t, "github-pat")
+	v := base64.StdEncoding.EncodeToString([]byte("token=" + tok))
+	for name, req := range map[string]func(i int, p string) *Request{
+		"query": func(i int, p string) *Request {
+			return &Request{URL: mustURL(t, fmt.Sprintf("https://c.test/up?t=%d&d=%s", 1700000000+i, url.QueryEscape(p)))}
+		},
+		"header": func(i int, p string) *Request {
+			return &Request{URL: mustURL(t, "https://c.test/"), Header: http.Header{"X-D": {p}, "X-Request-Id": {fmt.Sprint(i)}}}
+		},
+	} {
+		s := testScanner(t)
+		refused := -1
+		for i := 0; i < len(v) && refused < 0; i += 20 {
+			r := req(i, v[i:min(len(v), i+20)])
+			r.Source, r.Host = "run-1", "c.test"
+			res, err := s.Scan(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict == Pass {
+				continue
+			}
+			refused = i
+			// Refused once the pieces hold enough of the token to know it.
+			found := false
+			for _, f := range res.Findings {
+				found = found || f.Decoding == encJoinedRequests+" > base64" && strings.HasPrefix(f.Where, "requests:")
+			}
+			if res.Verdict != Block || !found {
+				t.Errorf("%s: piece %d: %v:%s", name, i/20, res.Verdict, dump(res.Findings))
+			}
+		}
+		if refused <= 0 {
+			t.Errorf("%s: refused at byte %d of the encoding, want a later piece", name, refused)
+		}
+	}
+}
+
 // A refused request's pieces are forgotten: they never left.
 func TestRequestTrailForgetsRefused(t *testing.T) {
 	s := testScanner(t)
