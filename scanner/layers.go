@@ -42,7 +42,8 @@ type run struct {
 // places (ROT13's "tuc_…", a Caesar shift's "jks_…") starts with one so
 // turned, and its receiver turns it back with a line of code.
 var tokenPrefixes = func() []string {
-	out := []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_", "sk_live_", "rk_live_", "sk_test_"}
+	out := []string{"AKIA", "ASIA", "github_pat_", "AIza", "hf_", "npm_", "pypi-", "shpat_", "dop_v1_", "sk_live_", "rk_live_", "sk_test_",
+		"sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-"} // "sk-" alone is too short to be known turned
 	for _, k := range keyShapes {
 		out = append(out, k.marks...)
 	}
@@ -129,7 +130,9 @@ func letterDistance(a, b byte) int { return (int(b|0x20) - int(a|0x20) + 26) % 2
 
 // turned reports by how many places (1 to 25) r's letters are turned from
 // a prefix in x, 0 for none (a prefix as it is is no turn: the rules find
-// it).
+// it). Turned other than by ROT13, a prefix of two letters ("sk-", "hf_")
+// is any such word whose letters are as far apart (wazero's "as-f32x4…"
+// is "sk-x32p4…" turned 8 places), and is not counted.
 func (x shiftIndex) turned(r string) int {
 	k, ok := shiftKey(r)
 	if !ok {
@@ -137,11 +140,21 @@ func (x shiftIndex) turned(r string) int {
 	}
 	for _, w := range x[k] {
 		n := letterDistance(w[0], r[0])
-		if n != 0 && len(r) >= len(w) && rot(w, n) == r[:len(w)] {
+		if n != 0 && (n == 13 || countLetters(w) >= 3) && len(r) >= len(w) && rot(w, n) == r[:len(w)] {
 			return n
 		}
 	}
 	return 0
+}
+
+func countLetters(w string) int {
+	n := 0
+	for i := 0; i < len(w); i++ {
+		if isASCIILetter(w[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 func mapWords(words []string, f func(string) string) []string {
