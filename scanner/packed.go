@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+	"github.com/ulikunitz/xz/lzma"
 )
 
 // Compressed data: `tar cz ~/.ssh | curl --data-binary @-`, a zip file
@@ -36,6 +38,8 @@ func packedFormat(b []byte) string {
 		return "zstd"
 	case len(b) >= 14 && b[0] == 'B' && b[1] == 'Z' && b[2] == 'h' && b[3] >= '1' && b[3] <= '9':
 		return "bzip2"
+	case len(b) >= 12 && string(b[:6]) == "\xfd7zXZ\x00": // xz, Python's lzma module
+		return "xz"
 	}
 	return ""
 }
@@ -66,6 +70,11 @@ func inflate(format string, b []byte, limit int64) ([]byte, error) {
 		}
 	case "bzip2":
 		r = bzip2.NewReader(bytes.NewReader(b))
+	case "xz":
+		if !xzDictsWithin(b, maxXZDict) {
+			return nil, errInflateLimit // refused, as a stream that inflates past the limit is
+		}
+		r, err = xz.ReaderConfig{DictCap: 1 << 20}.NewReader(bytes.NewReader(b))
 	default:
 		return nil, errors.New("scanner: no compressed format " + format)
 	}
@@ -80,6 +89,79 @@ func inflate(format string, b []byte, limit int64) ([]byte, error) {
 		return nil, err // zlib's weak magic: only a whole stream counts
 	}
 	return out, nil
+}
+
+// maxXZDict is the largest dictionary an xz block may ask for: xz -9's.
+// The decoder allocates what a block's header asks for (up to 4 GiB), so
+// a few bytes could make it reserve that much.
+const maxXZDict = 64 << 20
+
+// xzDictsWithin reports whether the xz stream b's blocks ask for LZMA2
+// dictionaries of at most max bytes, as far as their headers can be read
+// without decoding: every block of a stream whose block headers hold their
+// compressed sizes (xz -T writes them), the first of one that does not. A
+// later block is then decoded with what it asks for; the output stays
+// within the scan's limit, and pages of a dictionary never written are
+// not resident.
+func xzDictsWithin(b []byte, max int64) bool {
+	if len(b) < 12 {
+		return false
+	}
+	checkSizes := [16]int{0, 4, 4, 4, 8, 8, 8, 16, 16, 16, 32, 32, 32, 64, 64, 64}
+	check := checkSizes[b[7]&0x0f]
+	for at, blocks := 12, 0; at < len(b) && b[at] != 0 && blocks < 1024; blocks++ {
+		size := (int(b[at]) + 1) * 4
+		if at+size > len(b) {
+			return false
+		}
+		h := b[at+2 : at+size-4] // after the size and flags bytes, before the CRC32
+		flags := b[at+1]
+		var compressed uint64
+		var ok bool
+		if flags&0x40 != 0 {
+			if compressed, h, ok = uvarint(h); !ok {
+				return false
+			}
+		}
+		if flags&0x80 != 0 {
+			if _, h, ok = uvarint(h); !ok {
+				return false
+			}
+		}
+		for range int(flags&3) + 1 {
+			var id, n uint64
+			if id, h, ok = uvarint(h); !ok {
+				return false
+			}
+			if n, h, ok = uvarint(h); !ok || n > uint64(len(h)) {
+				return false
+			}
+			if id == 0x21 && n == 1 { // LZMA2: one byte, its dictionary
+				if d, err := lzma.DecodeDictCap(h[0]); err != nil || d > max {
+					return false
+				}
+			}
+			h = h[n:]
+		}
+		if flags&0x40 == 0 || compressed > uint64(len(b)) {
+			return true // the next block is known only by decoding this one
+		}
+		at += size + int(compressed)
+		at += (4 - at%4) % 4 // padding
+		at += check
+	}
+	return true
+}
+
+// uvarint reads an xz multibyte integer from the start of b.
+func uvarint(b []byte) (v uint64, rest []byte, ok bool) {
+	for i := 0; i < len(b) && i < 9; i++ {
+		v |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i]&0x80 == 0 {
+			return v, b[i+1:], true
+		}
+	}
+	return 0, nil, false
 }
 
 // maxZipFiles bounds the files of a zip archive read: more is past the limit.

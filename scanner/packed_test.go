@@ -7,12 +7,16 @@ import (
 	"compress/gzip"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
+	"hash/crc32"
 	"mime/multipart"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ulikunitz/xz"
 )
 
 // wrapLines cuts s into lines of w bytes, as base64(1) (76), PEM (64) and
@@ -143,6 +147,12 @@ func TestPackedRunHidesNoToken(t *testing.T) {
 		"zstd":   compress(t, "zstd", []byte(file)),
 		"tar.gz": tarGz(t, ".env", file),
 	}
+	packed["xz"] = xzOf(t, []byte(file), 0)
+	if x, err := exec.Command("sh", "-c", "printf '%s' \"$0\" | xz -c", file).Output(); err == nil {
+		packed["xz(1)"] = x
+	} else {
+		t.Logf("xz not run (%v): its case is left out", err)
+	}
 	if bz, err := exec.Command("sh", "-c", "printf '%s' \"$0\" | bzip2 -c", file).Output(); err == nil {
 		packed["bzip2"] = bz
 	} else {
@@ -211,6 +221,56 @@ func TestPackedRunLimit(t *testing.T) {
 	}
 }
 
+// xzOf is b in an xz stream, its dictionary as xz -6 makes it (dict 0) or
+// set to dict; that block header's CRC32 is made right.
+func xzOf(t *testing.T, b []byte, dict byte) []byte {
+	var buf bytes.Buffer
+	w, err := xz.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(b)
+	w.Close()
+	out := buf.Bytes()
+	if dict != 0 {
+		size := (int(out[12]) + 1) * 4
+		h := out[12 : 12+size]
+		i := bytes.Index(h, []byte{0x21, 0x01}) // the LZMA2 filter, one byte of properties
+		if i < 0 {
+			t.Fatal("no LZMA2 filter in the block header")
+		}
+		h[i+2] = dict
+		binary.LittleEndian.PutUint32(h[size-4:], crc32.ChecksumIEEE(h[:size-4]))
+	}
+	return out
+}
+
+// An xz block that asks for a larger dictionary than any preset makes (a
+// few bytes that would have the decoder reserve 4 GiB) is refused as a
+// stream past the limit, not decoded and not let through unread.
+func TestXZDictionaryLimit(t *testing.T) {
+	s := testScanner(t)
+	tok := MustFake(t, "github-pat")
+	for dict, want := range map[byte]Action{0: Block, 40: Block} {
+		b := xzOf(t, []byte("token "+tok), dict)
+		if got := xzDictsWithin(b, maxXZDict); got != (dict == 0) {
+			t.Errorf("dict code %d: within the limit %v", dict, got)
+		}
+		res := scanTyped(t, s, "text/plain", base64.StdEncoding.EncodeToString(b))
+		rule := "github-pat"
+		if dict != 0 {
+			rule = RuleDecompressed
+		}
+		found := false
+		for _, f := range res.Findings {
+			found = found || f.Rule == rule
+		}
+		if res.Verdict != want || !found {
+			t.Errorf("dict code %d: verdict %v, want %v by %s:%s", dict, res.Verdict, want, rule, dump(res.Findings))
+		}
+	}
+}
+
 // zipOf is a zip archive of the files, deflated.
 func zipOf(t *testing.T, files map[string]string) []byte {
 	var buf bytes.Buffer
@@ -243,8 +303,9 @@ func TestPackedBodyHidesNoToken(t *testing.T) {
 		"zip":    zipOf(t, map[string]string{"README": "hello", "conf/.env": file}),
 		// Two gzip files one after the other are one: the token in the second.
 		"two gzip members": append(compress(t, "gzip", []byte("first member\n")), compress(t, "gzip", []byte(file))...),
+		"xz":               xzOf(t, []byte(file), 0), // `tar cJ`, Python's lzma.compress
 	}
-	layer := map[string]string{"gzip": "gzip", "tar.gz": "gzip", "zstd": "zstd", "zip": "zip", "two gzip members": "gzip"}
+	layer := map[string]string{"gzip": "gzip", "tar.gz": "gzip", "zstd": "zstd", "zip": "zip", "two gzip members": "gzip", "xz": "xz"}
 	for name, b := range bodies {
 		var mb bytes.Buffer
 		mw := multipart.NewWriter(&mb)
