@@ -99,10 +99,14 @@ var (
 // prefixes are filed by what a shift keeps of their first two bytes (the
 // case of each letter, the distance between them, a byte that is no
 // letter), so only those that can be there are compared.
-type shiftIndex map[uint32][]string
+type shiftIndex [2 * shiftKeys][]string
 
-func newShiftIndex(words []string) shiftIndex {
-	x := shiftIndex{}
+// shiftKeys are the keys of one case of a first letter: a second letter
+// (two cases, 26 distances) or another byte.
+const shiftKeys = 2*26 + 256
+
+func newShiftIndex(words []string) *shiftIndex {
+	x := &shiftIndex{}
 	for _, w := range words {
 		if k, ok := shiftKey(w); ok {
 			x[k] = append(x[k], w)
@@ -113,15 +117,15 @@ func newShiftIndex(words []string) shiftIndex {
 
 // shiftKey is what a Caesar shift keeps of s's first two bytes; ok is false
 // when s does not start with a letter.
-func shiftKey(s string) (uint32, bool) {
+func shiftKey(s string) (int, bool) {
 	if len(s) < 2 || !isASCIILetter(s[0]) {
 		return 0, false
 	}
-	k := uint32(s[0]&0x20) << 16 // the first letter's case
+	k := int(s[0]&0x20>>5) * shiftKeys // the first letter's case
 	if c := s[1]; isASCIILetter(c) {
-		return k | uint32(c&0x20)<<8 | uint32(letterDistance(s[0], c)), true
+		return k + int(c&0x20>>5)*26 + letterDistance(s[0], c), true
 	}
-	return k | 0x100 | uint32(s[1]), true
+	return k + 2*26 + int(s[1]), true
 }
 
 // letterDistance is how many places on from letter a letter b is (0 to 25),
@@ -133,18 +137,31 @@ func letterDistance(a, b byte) int { return (int(b|0x20) - int(a|0x20) + 26) % 2
 // it). Turned other than by ROT13, a prefix of two letters ("sk-", "hf_")
 // is any such word whose letters are as far apart (wazero's "as-f32x4…"
 // is "sk-x32p4…" turned 8 places), and is not counted.
-func (x shiftIndex) turned(r string) int {
+func (x *shiftIndex) turned(r string) int {
 	k, ok := shiftKey(r)
 	if !ok {
 		return 0
 	}
 	for _, w := range x[k] {
 		n := letterDistance(w[0], r[0])
-		if n != 0 && (n == 13 || countLetters(w) >= 3) && len(r) >= len(w) && rot(w, n) == r[:len(w)] {
+		if n != 0 && (n == 13 || countLetters(w) >= 3) && turnedPrefix(r, w, n) {
 			return n
 		}
 	}
 	return 0
+}
+
+// turnedPrefix reports whether r starts with w turned n places.
+func turnedPrefix(r, w string, n int) bool {
+	if len(r) < len(w) {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		if r[i] != turnLetter(w[i], n) {
+			return false
+		}
+	}
+	return true
 }
 
 func countLetters(w string) int {
@@ -172,14 +189,20 @@ func rot13(s string) string { return rot(s, 13) }
 func rot(s string, n int) string {
 	b := []byte(s)
 	for i, c := range b {
-		switch {
-		case c >= 'a' && c <= 'z':
-			b[i] = 'a' + byte((int(c-'a')+n)%26)
-		case c >= 'A' && c <= 'Z':
-			b[i] = 'A' + byte((int(c-'A')+n)%26)
-		}
+		b[i] = turnLetter(c, n)
 	}
 	return string(b)
+}
+
+// turnLetter is c turned n places on when it is an ASCII letter.
+func turnLetter(c byte, n int) byte {
+	switch {
+	case c >= 'a' && c <= 'z':
+		return 'a' + byte((int(c-'a')+n)%26)
+	case c >= 'A' && c <= 'Z':
+		return 'A' + byte((int(c-'A')+n)%26)
+	}
+	return c
 }
 
 // rotName is the decoding chain's name of letters turned n places on, as
