@@ -50,34 +50,22 @@ var tokenPrefixes = func() []string {
 	return out
 }()
 
-// prefixSet is a set of prefixes (or suffixes) with the bytes they start
-// (end) with: most runs have none there, and are passed at one look.
-type prefixSet struct {
+// suffixSet is a set of suffixes with the bytes they end with: most runs
+// have none there, and are passed at one look.
+type suffixSet struct {
 	words []string
 	edge  [256]bool
 }
 
-func newPrefixSet(words []string, edge func(string) byte) *prefixSet {
-	p := &prefixSet{words: words}
+func newSuffixSet(words []string) *suffixSet {
+	p := &suffixSet{words: words}
 	for _, w := range words {
-		p.edge[edge(w)] = true
+		p.edge[w[len(w)-1]] = true
 	}
 	return p
 }
 
-func (p *prefixSet) startsOne(r string) bool {
-	if !p.edge[r[0]] {
-		return false
-	}
-	for _, w := range p.words {
-		if strings.HasPrefix(r, w) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *prefixSet) endsOne(r string) bool {
+func (p *suffixSet) endsOne(r string) bool {
 	if !p.edge[r[len(r)-1]] {
 		return false
 	}
@@ -90,7 +78,7 @@ func (p *prefixSet) endsOne(r string) bool {
 }
 
 var (
-	reversedPrefixes = newPrefixSet(mapWords(tokenPrefixes, reversed), func(w string) byte { return w[len(w)-1] })
+	reversedPrefixes = newSuffixSet(mapWords(tokenPrefixes, reversed))
 	turnedPrefixes   = newShiftIndex(tokenPrefixes)
 )
 
@@ -182,9 +170,6 @@ func mapWords(words []string, f func(string) string) []string {
 	return out
 }
 
-// rot13 is s with its ASCII letters turned 13 places.
-func rot13(s string) string { return rot(s, 13) }
-
 // rot is s with its ASCII letters turned n places (0 to 25) on.
 func rot(s string, n int) string {
 	b := []byte(s)
@@ -211,8 +196,9 @@ func rotName(n int) string { return "rot" + strconv.Itoa(n) }
 
 // rotOf is n of a rotName, 0 for another name.
 func rotOf(enc string) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(enc, "rot"))
-	if err != nil || !strings.HasPrefix(enc, "rot") || n < 1 || n > 25 {
+	digits, ok := strings.CutPrefix(enc, "rot")
+	n, err := strconv.Atoi(digits)
+	if !ok || err != nil || n < 1 || n > 25 {
 		return 0
 	}
 	return n

@@ -251,7 +251,7 @@ func xzOf(t *testing.T, b []byte, dict byte) []byte {
 func TestXZDictionaryLimit(t *testing.T) {
 	s := testScanner(t)
 	tok := MustFake(t, "github-pat")
-	for dict, want := range map[byte]Action{0: Block, 40: Block} {
+	for _, dict := range []byte{0, 40} { // xz -6's, and 4 GiB
 		b := xzOf(t, []byte("token "+tok), dict)
 		if got := xzDictsWithin(b, maxXZDict); got != (dict == 0) {
 			t.Errorf("dict code %d: within the limit %v", dict, got)
@@ -265,8 +265,8 @@ func TestXZDictionaryLimit(t *testing.T) {
 		for _, f := range res.Findings {
 			found = found || f.Rule == rule
 		}
-		if res.Verdict != want || !found {
-			t.Errorf("dict code %d: verdict %v, want %v by %s:%s", dict, res.Verdict, want, rule, dump(res.Findings))
+		if res.Verdict != Block || !found {
+			t.Errorf("dict code %d: verdict %v, want block by %s:%s", dict, res.Verdict, rule, dump(res.Findings))
 		}
 	}
 }

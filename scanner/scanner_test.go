@@ -294,8 +294,8 @@ func TestRedact(t *testing.T) {
 			}},
 		{name: "reversed", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + reversed(tok) + " y",
 			check: turnedBack(reversed(tok))},
-		{name: "rot13", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + rot13(tok) + " y",
-			check: turnedBack(rot13(tok))},
+		{name: "rot13", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + rot(tok, 13) + " y",
+			check: turnedBack(rot(tok, 13))},
 		{name: "rot3", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + rot(tok, 3) + " y",
 			check: turnedBack(rot(tok, 3))},
 		{name: "base64 backwards", header: http.Header{"Content-Type": {"text/plain"}}, body: "x " + reversed(b64) + " y",
@@ -350,7 +350,7 @@ func TestRedactOverlappingRuns(t *testing.T) {
 	s := testScanner(t)
 	s.Policy.Actions = map[string]Action{"github-pat": Redact}
 	a, b := MustFake(t, "github-pat"), MustFake(t, "github-pat")
-	body := "x " + rot13(a) + "-" + reversed(b) + " y"
+	body := "x " + rot(a, 13) + "-" + reversed(b) + " y"
 	res, err := s.Scan(context.Background(), &Request{URL: mustURL(t, "https://api.example.test/v1/x"),
 		Header: http.Header{"Content-Type": {"text/plain"}}, Body: strings.NewReader(body)})
 	if err != nil {

@@ -190,7 +190,7 @@ func octalCode(s string) (c byte, n int) {
 		}
 		v = v*8 + int(d-'0')
 	}
-	if v < 32 || v > 126 {
+	if !printableCode(v) {
 		return 0, 0
 	}
 	return byte(v), 3
@@ -205,11 +205,16 @@ func binaryCode(s string) (c byte, n int) {
 	for d < len(s) && d-n <= 8 && (s[d] == '0' || s[d] == '1') {
 		v, d = v<<1|int(s[d]-'0'), d+1
 	}
-	if d-n < 6 || d-n > 8 || v < 32 || v > 126 || d < len(s) && isAlnum(s[d]) {
+	if d-n < 6 || d-n > 8 || !printableCode(v) && !(d-n == 8 && lineCode(v)) || d < len(s) && isAlnum(s[d]) {
 		return 0, 0
 	}
 	return byte(v), d
 }
+
+// printableCode reports a code of printable ASCII; lineCode one of a tab
+// or a line break, which a text's codes of 8 binary digits hold too.
+func printableCode(v int) bool { return v >= 32 && v <= 126 }
+func lineCode(v int) bool      { return v == '\t' || v == '\n' || v == '\r' }
 
 // binaryString reads, at s[i], minSpelled or more characters written as 8
 // binary digits each with nothing between them; ok is false when the run
@@ -228,7 +233,7 @@ func binaryString(s string, i int) (string, int, bool) {
 		for _, d := range []byte(s[k : k+8]) {
 			v = v<<1 | int(d-'0')
 		}
-		if v < 32 || v > 126 {
+		if !printableCode(v) && !lineCode(v) {
 			return "", j, false
 		}
 		run = append(run, byte(v))
@@ -244,7 +249,7 @@ func charCode(s string) (c byte, n int) {
 	for n < len(s) && n < 4 && s[n] >= '0' && s[n] <= '9' {
 		v, n = v*10+int(s[n]-'0'), n+1
 	}
-	if n < 2 || n > 3 || v < 32 || v > 126 || n < len(s) && isAlnum(s[n]) {
+	if n < 2 || n > 3 || !printableCode(v) || n < len(s) && isAlnum(s[n]) {
 		return 0, 0
 	}
 	return byte(v), n

@@ -42,13 +42,14 @@ func TestBinaryAndOctalRuns(t *testing.T) {
 		return strings.Join(parts, sep)
 	}
 	for in, want := range map[string]string{
-		"bits " + each("%08b", " "):         "bits " + word + "\n",
-		"bits " + each("%08b", ""):          "bits " + word + "\n",
-		"[" + each("0b%b", ", ") + "]":      "[" + word + "\n",
-		"x=" + each("%b", ",") + ";":        "x=" + word + "\n",
-		"x " + each("%08b", "") + "0000000": "", // not whole characters
-		"x " + each("%08b", " ") + " 11":    "x " + word + "\n",
-		each("%08b", "")[1:]:                "", // its first bit cut off
+		"bits " + each("%08b", " "):                             "bits " + word + "\n",
+		"bits " + each("%08b", ""):                              "bits " + word + "\n",
+		"[" + each("0b%b", ", ") + "]":                          "[" + word + "\n",
+		"x=" + each("%b", ",") + ";":                            "x=" + word + "\n",
+		"x " + each("%08b", "") + "0000000":                     "", // not whole characters
+		"x " + each("%08b", " ") + " 11":                        "x " + word + "\n",
+		"f " + each("%08b", "") + "00001010" + each("%08b", ""): "f " + word + "\n" + word + "\n", // a line break in it
+		each("%08b", "")[1:]:                                    "",                               // its first bit cut off
 	} {
 		got, ok := binaryRuns(in)
 		if got != want || ok != (want != "") {
@@ -172,7 +173,7 @@ func TestTurnedToken(t *testing.T) {
 	for _, kind := range []string{"github-pat", "aws-access-token", "gitlab-pat", "slack-bot-token", "openai-api-key"} {
 		tok := MustFake(t, kind)
 		for enc, turn := range map[string]func(string) string{
-			encReversed: reversed, "rot13": rot13, "rot1": func(s string) string { return rot(s, 1) },
+			encReversed: reversed, "rot13": func(s string) string { return rot(s, 13) }, "rot1": func(s string) string { return rot(s, 1) },
 			"rot3": func(s string) string { return rot(s, 3) }, "rot25": func(s string) string { return rot(s, 25) },
 			encReversed + " > base64": func(s string) string { return reversed(base64.StdEncoding.EncodeToString([]byte(s))) },
 			encReversed + " > hex":    func(s string) string { return reversed(hex.EncodeToString([]byte(s))) }} {
