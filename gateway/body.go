@@ -61,7 +61,7 @@ func (g *Gateway) admitBody(w http.ResponseWriter, r *http.Request, id rules.Ide
 		return r, nil, false
 	}
 	tb := &timedBody{rc: r.Body, rc2: http.NewResponseController(w), idle: g.bodyIdleTimeout(),
-		heldLeft: limit + 1, heldUntil: time.Now().Add(g.bodyReadTimeout())}
+		heldLeft: limit + 1, heldUntil: time.Now().Add(g.bodyReadTimeout()), hold: hold}
 	r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, tb))
 	r.Body = tb
 	return r, hold, true
@@ -160,6 +160,7 @@ type timedBody struct {
 	heldUntil time.Time // when the held part must have arrived
 	eof       bool
 	timedOut  atomic.Bool
+	hold      *scanHold // the request's scan memory, which the scan may grow
 }
 
 func (b *timedBody) Read(p []byte) (int, error) {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -183,4 +185,51 @@ func TestScanBudgetShares(t *testing.T) {
 	if !<-done {
 		t.Fatal("the small waiter was not served")
 	}
+}
+
+// What a body inflates to is taken from the request's scan memory as it
+// inflates, not held beside it uncounted: a small gzip body that inflates
+// past what is free is answered 503 scan-busy and nothing is forwarded; one
+// that fits goes on; and all of it is given back once the requests end.
+func TestInflatedBodyIsCounted(t *testing.T) {
+	var forwarded atomic.Int32
+	g := &Gateway{Policy: allowAll{}, Logger: slog.New(slog.DiscardHandler),
+		Dialer:     dialFunc(func() { forwarded.Add(1) }),
+		ScanMemory: 512 << 10, ScanBodyLimit: 8 << 20, ScanWait: 100 * time.Millisecond,
+		Scanner: &scanner.Scanner{}}
+	gz := func(n int) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(strings.Repeat("the agent writes a patch. ", n/26)))
+		zw.Close()
+		return b.Bytes()
+	}
+	for name, tc := range map[string]struct {
+		body []byte
+		busy bool
+	}{
+		"inflates past the scan memory": {gz(4 << 20), true},
+		"inflates within it":            {gz(64 << 10), false},
+	} {
+		forwarded.Store(0)
+		r := proxyRequest("POST", "http://api.test/up", bytes.NewReader(tc.body), int64(len(tc.body)))
+		r.Header.Set("Content-Encoding", "gzip")
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, r)
+		busy := rec.Code == http.StatusServiceUnavailable && rec.Header().Get("Sluice-Reason") == ReasonScanBusy
+		if busy != tc.busy || busy && forwarded.Load() != 0 {
+			t.Errorf("%s: %d %q, forwarded %d times", name, rec.Code, rec.Header().Get("Sluice-Reason"), forwarded.Load())
+		}
+		if n := g.budget.inUse(); n != 0 {
+			t.Errorf("%s: %d bytes of scan memory still held after the request", name, n)
+		}
+	}
+}
+
+// dialFunc is a dialer that notes each dial and has no upstream.
+type dialFunc func()
+
+func (f dialFunc) Dial(context.Context, guard.Target) (net.Conn, error) {
+	f()
+	return nil, errors.New("no upstream in this test")
 }

@@ -36,12 +36,28 @@ const (
 	ReasonScanBusy   = "scan-busy"
 )
 
+// reserveMore is what the scanner takes more of r's scan memory with
+// (what its body inflates to), waiting as admitBody does; nil when r holds
+// none (no budget, or no body admitted).
+func (g *Gateway) reserveMore(r *http.Request) func(n int64) bool {
+	tb, _ := r.Context().Value(bodyKey{}).(*timedBody)
+	if tb == nil || tb.hold == nil || tb.hold.b == nil {
+		return nil
+	}
+	return func(n int64) bool {
+		ctx, cancel := context.WithTimeout(r.Context(), g.scanWait())
+		defer cancel()
+		return tb.hold.grow(ctx, n)
+	}
+}
+
 // scan checks what a request carries before it is forwarded: it emits one
 // event per finding, refuses a blocked request (403 with the reason and the
 // incident id) and applies redactions to r. It reports false when it has
 // answered the client itself, and else the path a record of the request
 // may keep (scanner.Result.Path). Without a Scanner nothing is scanned. The
-// memory the scan holds was reserved by admitBody.
+// memory the scan holds was reserved by admitBody, and what the body
+// inflates to is taken as it inflates (reserveMore).
 func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity, host string, port int) (keep string, ok bool) {
 	if g.Scanner == nil {
 		return r.URL.Path, true
@@ -60,6 +76,7 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		req.Body, req.Size = r.Body, r.ContentLength
+		req.Reserve = g.reserveMore(r)
 	}
 	allowed, err := g.phantomAllowed(r, id, host, port)
 	if err != nil {
@@ -77,6 +94,10 @@ func (g *Gateway) scan(w http.ResponseWriter, r *http.Request, id rules.Identity
 	switch {
 	case err != nil && bodyTimedOut(r):
 		g.refuseBodyTimeout(w, r, id, host, port)
+		return "", false
+	case errors.Is(err, scanner.ErrScanMemory):
+		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonScanBusy, host: host, port: port,
+			msg: "what the request inflates to does not fit in what the gateway may hold for scanning; retry shortly"})
 		return "", false
 	case errors.Is(err, errPanicked):
 		g.refuse(w, r, refusal{id: id, status: http.StatusServiceUnavailable, reason: ReasonInternalError,

@@ -106,13 +106,19 @@ var errTooLarge = errors.New("decompressed body over the limit")
 
 // decompress undoes the codings (last applied first), reading at most max
 // bytes of output from each layer: a decompression bomb stops there.
-func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
+func decompress(b []byte, encodings []string, max int64, m *meter) ([]byte, error) {
 	for i := len(encodings) - 1; i >= 0; i-- {
 		r, closeFn, err := decoder(encodings[i], b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", encodings[i], err)
 		}
-		out, err := readAllHint(io.LimitReader(r, max+1), sizeHint(encodings[i], b, max))
+		hint := sizeHint(encodings[i], b, max)
+		r, ok := m.counted(r, hint)
+		if !ok {
+			closeFn()
+			return nil, ErrScanMemory
+		}
+		out, err := readAllHint(io.LimitReader(r, max+1), hint)
 		closeFn()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", encodings[i], err)
@@ -131,7 +137,7 @@ func decompress(b []byte, encodings []string, max int64) ([]byte, error) {
 // does not apply (no or several codings, not JSON by its type, not one
 // JSON value), and the caller decompresses the body and segments it then;
 // errTooLarge as decompress does.
-func streamJSON(raw []byte, contentType string, encodings []string, max int64, ar *scanArena) ([]*segment, error) {
+func streamJSON(raw []byte, contentType string, encodings []string, max int64, ar *scanArena, m *meter) ([]*segment, error) {
 	if mt, _, _ := mime.ParseMediaType(contentType); len(encodings) != 1 || !jsonType(mt) {
 		return nil, nil
 	}
@@ -140,7 +146,12 @@ func streamJSON(raw []byte, contentType string, encodings []string, max int64, a
 		return nil, fmt.Errorf("%s: %w", encodings[0], err)
 	}
 	defer closeFn()
-	segs, ok, err := jsonSegmentsStream(&maxReader{r: r, left: max}, sizeHint(encodings[0], raw, max), slices.Clone(encodings), ar)
+	hint := sizeHint(encodings[0], raw, max)
+	r, ok := m.counted(r, hint)
+	if !ok {
+		return nil, ErrScanMemory
+	}
+	segs, ok, err := jsonSegmentsStream(&maxReader{r: r, left: max}, hint, slices.Clone(encodings), ar)
 	switch {
 	case errors.Is(err, errTooLarge):
 		return nil, errTooLarge
@@ -180,13 +191,13 @@ func (m *maxReader) Read(p []byte) (int, error) {
 // truncated input holds, at most max bytes, and a layer that fails part way
 // keeps what it decoded before. ok is false when not even a layer's header
 // could be read, and the head is then scanned as it came.
-func decompressPrefix(b []byte, encodings []string, max int64) (out []byte, ok bool) {
+func decompressPrefix(b []byte, encodings []string, max int64, m *meter) (out []byte, ok bool) {
 	for i := len(encodings) - 1; i >= 0; i-- {
 		r, closeFn, err := decoder(encodings[i], b)
 		if err != nil {
 			return nil, false
 		}
-		b, _ = readAllHint(io.LimitReader(r, max), sizeHint(encodings[i], nil, max))
+		b, _ = readAllHint(io.LimitReader(m.reader(r), max), sizeHint(encodings[i], nil, max))
 		closeFn()
 	}
 	return b, true

@@ -53,7 +53,7 @@ func objectIDLen(s string) int {
 // the length of the repository's object ids, which deltas on an object by
 // its id start with. A packfile cut short, or an object that does not
 // inflate, ends it with what was read.
-func packObjects(b []byte, idLen int, limit int64) ([]byte, error) {
+func packObjects(b []byte, idLen int, limit int64, m *meter) ([]byte, error) {
 	if len(b) < 12 || string(b[:4]) != "PACK" {
 		return nil, errors.New("scanner: no packfile")
 	}
@@ -90,7 +90,7 @@ func packObjects(b []byte, idLen int, limit int64) ([]byte, error) {
 		if err != nil {
 			break
 		}
-		out, err = readInto(&maxReader{r: z, left: limit - int64(len(out))}, out)
+		out, err = readInto(&maxReader{r: m.reader(z), left: limit - int64(len(out))}, out)
 		if errors.Is(err, errTooLarge) {
 			return nil, errInflateLimit
 		}

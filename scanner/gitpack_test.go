@@ -136,7 +136,7 @@ func FuzzPackObjects(f *testing.F) {
 	f.Add(append([]byte("PACK\x00\x00\x00\x02\x00\x00\x00\x02\x3c"), append(blob, append([]byte{0x6c, 0x05}, blob...)...)...))
 	f.Add([]byte("PACK\x00\x00\x00\x02\xff\xff\xff\xff\x7f"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := packObjects(b, 20, 1<<16)
+		out, err := packObjects(b, 20, 1<<16, nil)
 		if err == nil && len(out) > 1<<16+int(len(b)) {
 			t.Fatalf("%d bytes out of %d", len(out), len(b))
 		}

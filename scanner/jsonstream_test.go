@@ -40,7 +40,7 @@ func TestStreamedJSONFindsWhatTheWholeBodyShows(t *testing.T) {
 		gz := compress(t, "gzip", body)
 		// The walk is taken, not the fallback that decompresses the body
 		// whole, and gives what that one gives.
-		walked, err := streamJSON(gz, "application/json", []string{"gzip"}, s.maxBody(), nil)
+		walked, err := streamJSON(gz, "application/json", []string{"gzip"}, s.maxBody(), nil, nil)
 		if whole := bodySegments(body, "application/json", []string{"gzip"}, nil); err != nil || walked == nil ||
 			!reflect.DeepEqual(views(walked), views(whole)) {
 			t.Fatalf("token at %d: walked %d segments (%v), the whole body %d", at, len(walked), err, len(whole))

@@ -774,15 +774,22 @@ func (s *Scanner) unpack(format, data string, sh *inspectShared) (string, error)
 		return "", errInflateLimit
 	}
 	in := unsafe.Slice(unsafe.StringData(data), len(data))
+	var m *meter
+	if sh != nil {
+		m = sh.meter
+	}
 	var b []byte
 	var err error
 	switch format {
 	case "zip":
-		b, err = unzip(in, left)
+		b, err = unzip(in, left, m)
 	case encGitPack:
-		b, err = packObjects(in[packStart(data):], objectIDLen(data), left)
+		b, err = packObjects(in[packStart(data):], objectIDLen(data), left, m)
 	default:
-		b, err = inflate(format, in, left)
+		b, err = inflate(format, in, left, m)
+	}
+	if m.exhausted() {
+		return "", ErrScanMemory // the scan fails (inspectGroups): what was cut short is not passed
 	}
 	if err != nil {
 		return "", err

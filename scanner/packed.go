@@ -53,7 +53,7 @@ var errInflateLimit = errors.New("scanner: compressed run inflates past the limi
 // run is then no layer); one longer than limit is errInflateLimit. A
 // stream cut short keeps what it decoded (a truncated tarball is still
 // read).
-func inflate(format string, b []byte, limit int64) ([]byte, error) {
+func inflate(format string, b []byte, limit int64, m *meter) ([]byte, error) {
 	var r io.Reader
 	var err error
 	switch format {
@@ -81,10 +81,17 @@ func inflate(format string, b []byte, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := readAllHint(&maxReader{r: r, left: limit}, int(min(int64(len(b))*4, limit)+1))
+	hint := int(min(int64(len(b))*4, limit) + 1)
+	r, ok := m.counted(r, hint)
+	if !ok {
+		return nil, ErrScanMemory
+	}
+	out, err := readAllHint(&maxReader{r: r, left: limit}, hint)
 	switch {
 	case errors.Is(err, errTooLarge):
 		return nil, errInflateLimit
+	case errors.Is(err, ErrScanMemory):
+		return nil, err
 	case err != nil && (len(out) == 0 || format == "zlib"):
 		return nil, err // zlib's weak magic: only a whole stream counts
 	}
@@ -183,7 +190,7 @@ func archiveOf(s string) string {
 // unzip is the files of a zip archive, one after the other, at most limit
 // bytes of them; errInflateLimit past it. A file that cannot be read (an
 // encrypted one, a method zip does not know) is left out.
-func unzip(b []byte, limit int64) ([]byte, error) {
+func unzip(b []byte, limit int64, m *meter) ([]byte, error) {
 	r, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return nil, err
@@ -201,7 +208,7 @@ func unzip(b []byte, limit int64) ([]byte, error) {
 			continue
 		}
 		left := limit - int64(len(out))
-		out, err = readInto(&maxReader{r: rc, left: left}, out)
+		out, err = readInto(&maxReader{r: m.reader(rc), left: left}, out)
 		rc.Close()
 		if errors.Is(err, errTooLarge) {
 			return nil, errInflateLimit

@@ -161,6 +161,13 @@ type Request struct {
 	// at where with the decoding chain decoding, sits in its bound place for
 	// this request. nil: every phantom found is a misuse.
 	PhantomAllowed func(fp, where, decoding string) bool
+	// Reserve, when set, takes n more bytes of the memory the caller bounds
+	// (the gateway's scan memory) before the scan holds them beyond the
+	// body: what a compressed body, compressed runs and archives inflate
+	// to, counted a step (64 KiB) ahead. false: none is left, and Scan
+	// fails with ErrScanMemory. What it took is the caller's to give back
+	// when the request is done. nil: nothing is counted.
+	Reserve func(n int64) bool
 	// Source names the sandbox that sent the request (its run, or its
 	// tenant and class), within Tenant: its requests' pieces to Host are
 	// joined across requests (trail.go). "": not followed.
@@ -253,7 +260,8 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 	var raw []byte
 	var encodings []string
 	var plain []byte
-	streamed := false // the body was segmented as it was decompressed: plain is not kept
+	bm := newMeter(req.Reserve) // what the body decompresses to
+	streamed := false           // the body was segmented as it was decompressed: plain is not kept
 	ar := scanArenas.Get().(*scanArena)
 	var pooled *bodyBuf // raw's buffer while it may go back to its pool (bodybuf.go)
 	var rawBody *bytes.Reader
@@ -323,10 +331,13 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 			snippet := fmt.Sprintf("body larger than %d bytes: the first %d were scanned, the rest is unchecked", max, max)
 			head, headEnc := raw[:max], []string(nil)
 			if enc := contentEncodings(req.Header); len(enc) > 0 {
-				if p, ok := decompressPrefix(head, enc, max); ok {
+				if p, ok := decompressPrefix(head, enc, max, bm); ok {
 					head, headEnc = p, enc
 					snippet = fmt.Sprintf("body larger than %d bytes: the first %d (%s, decoded as far as they go) were scanned, the rest is unchecked",
 						max, max, strings.Join(enc, " > "))
+				}
+				if bm.exhausted() {
+					return nil, ErrScanMemory
 				}
 			}
 			extra = append(extra, Finding{Kind: KindOversize, Rule: RuleOversize, Where: "body", Snippet: snippet})
@@ -337,12 +348,14 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 		} else {
 			encodings = contentEncodings(req.Header)
 			ct := req.Header.Get("Content-Type")
-			walked, err := streamJSON(raw, ct, encodings, max, ar)
+			walked, err := streamJSON(raw, ct, encodings, max, ar, bm)
 			p := raw
 			if walked == nil && err == nil {
-				p, err = decompress(raw, encodings, max)
+				p, err = decompress(raw, encodings, max, bm)
 			}
 			switch {
+			case errors.Is(err, ErrScanMemory):
+				return nil, ErrScanMemory
 			case errors.Is(err, errTooLarge):
 				extra = append(extra, Finding{Kind: KindOversize, Rule: RuleDecompressed, Where: "body",
 					Decoding: strings.Join(encodings, " > "),
@@ -396,7 +409,7 @@ func (s *Scanner) scan(ctx context.Context, req *Request, redact bool) (_ *Resul
 	}
 	if res.Verdict == Redact && redact {
 		if streamed {
-			if plain, err = decompress(raw, encodings, s.maxBody()); err != nil {
+			if plain, err = decompress(raw, encodings, s.maxBody(), bm); err != nil {
 				return nil, fmt.Errorf("scanner: body: %w", err)
 			}
 		}
@@ -450,6 +463,7 @@ func (s *Scanner) newInspectShared(req *Request) *inspectShared {
 	}
 	if req != nil {
 		sh.clean = s.clean
+		sh.meter = newMeter(req.Reserve)
 	}
 	if sh.clean != nil {
 		sh.lens = sh.clean.lensSum(sh.canaryLens, sh.phantomLens)
@@ -507,6 +521,7 @@ type inspectShared struct {
 	tokenLens               map[int]bool // canary and phantom lengths together
 	inflated                atomic.Int64 // bytes compressed runs inflated to (peel), against the body limit
 	unpacked                atomic.Int32 // compressed texts inflated (peel), against maxUnpacks
+	meter                   *meter       // what they inflate to, against Request.Reserve
 }
 
 // inspectGroups inspects top's groups one after the other.
@@ -540,6 +555,9 @@ func (s *Scanner) inspectGroups(ctx context.Context, req *Request, top []*segmen
 			}
 		}
 		segs, over := s.peel([]*segment{seg}, sh)
+		if sh.meter.exhausted() {
+			return nil, ErrScanMemory
+		}
 		found, err := s.match(ctx, segs)
 		if err != nil {
 			return nil, err
