@@ -36,7 +36,8 @@ func (b *bound) reserve(n int64) bool {
 func TestInflatedIsCounted(t *testing.T) {
 	s := testScanner(t)
 	s.MaxBodyBytes = 4 << 20
-	s.CleanCacheEntries = -1 // every scan inflates again: a text found clean is not looked at twice
+	// Every scan inflates again: a text found clean is not looked at twice.
+	s.CleanCacheEntries = -1
 	prose := strings.Repeat("the agent reads the file and writes a patch. ", 24<<10) // about 1 MiB
 	jsonBody := `{"messages":[{"role":"user","content":"` + prose + `"}]}`
 	forged := compress(t, "gzip", []byte("hi"))
