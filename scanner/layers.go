@@ -727,6 +727,15 @@ func (s *Scanner) peel(segs []*segment, sh *inspectShared) ([]*segment, []Findin
 				out = append(out, child(encEntities, d))
 			}
 		}
+		if g.depth == 0 && len(g.text) <= maxOddText && (g.where == "url" || g.header != "") {
+			if a, b, r, ok := oddWords(g.text); ok {
+				for _, l := range [...]struct{ enc, text string }{{encA85, a}, {encBase85, b}, {encROT47, r}} {
+					if l.text != "" {
+						out = append(out, child(l.enc, l.text))
+					}
+				}
+			}
+		}
 		if g.features().f&fAssign != 0 && hasQP(g.text) {
 			if d, ok := qpLines(g.text); ok {
 				out = append(out, child(encQP, d))

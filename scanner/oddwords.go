@@ -1,0 +1,148 @@
+package scanner
+
+import (
+	"encoding/ascii85"
+	"strings"
+)
+
+// Layers of a URL's or a header's values written so that their bytes are
+// punctuation as much as letters: ROT47 (`tr '!-~' 'P-~!-O'`), and base85
+// (Python's b85encode and a85encode, btoa's ascii85). A whole text is not
+// read so (a body's words are too many to try): the URL and the headers
+// are where a link or a request carries data out, and are short.
+const (
+	encROT47  = "rot47"
+	encBase85 = "base85"
+	encA85    = "ascii85"
+)
+
+// maxOddText is the longest URL or header text whose words are tried.
+const maxOddText = 4 << 10
+
+// minOddWord is the shortest word tried: what a credential turns into.
+const minOddWord = 20
+
+// oddWords reads the values of s (a URL's query lines "k=v", or a header's
+// "Name: value") word by word, and a word of minOddWord bytes or more as
+// base85 or ascii85 when that decodes to text (the text of a token's
+// uppercase letters and digits may be written in base64's digits alone),
+// and as ROT47 when it holds punctuation that neither URLs nor base64 use
+// (oddPunct) and ROT47 shows a provider's token prefix; the readings one
+// per line, ok false for none.
+func oddWords(s string) (ascii, b85, rot string, ok bool) {
+	var a, b, r []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if _, v, found := strings.Cut(line, ": "); found {
+			line = v
+		} else if _, v, found := strings.Cut(line, "="); found {
+			line = v
+		}
+		for w := range strings.FieldsSeq(line) {
+			if len(w) < minOddWord {
+				continue
+			}
+			if oddPunct(w) {
+				if t := rot47(w); hasTokenPrefix(t) {
+					r = append(r, t)
+				}
+			}
+			if d, ok := decodeB85(w); ok {
+				b = append(b, d)
+			}
+			if d, ok := decodeA85(strings.TrimSuffix(strings.TrimPrefix(w, "<~"), "~>")); ok {
+				a = append(a, d)
+			}
+		}
+	}
+	return strings.Join(a, "\n"), strings.Join(b, "\n"), strings.Join(r, "\n"), len(a)+len(b)+len(r) > 0
+}
+
+// oddPunct reports whether w holds punctuation that URLs and base64 do
+// not use ('-', '_', '.', '/', '+', '=', '%', '~', ':' and '&' aside):
+// ROT47 turns a token's letters into such (k to '<', P to '!').
+func oddPunct(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c >= '!' && c <= '~' && !isAlnum(c) && strings.IndexByte("-_./+=%~:&", c) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rot47 turns the bytes from '!' to '~' 47 places on (its own inverse).
+func rot47(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= '!' && c <= '~' {
+			b[i] = '!' + (c-'!'+47)%94
+		}
+	}
+	return string(b)
+}
+
+// hasTokenPrefix reports whether t holds a provider's token prefix.
+func hasTokenPrefix(t string) bool {
+	for _, p := range tokenPrefixes {
+		if strings.Contains(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeA85 is ascii85 (Adobe's, btoa's, Python's a85encode), when w is
+// that and holds text.
+func decodeA85(w string) (string, bool) {
+	dst := make([]byte, 4*len(w)/5+4)
+	n, _, err := ascii85.Decode(dst, []byte(w), true)
+	if err != nil || n < 12 || !textual(dst[:n]) {
+		return "", false
+	}
+	return string(dst[:n]), true
+}
+
+// b85Digits is base85's alphabet as RFC 1924, Python's b85encode and git
+// write it.
+const b85Digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
+
+var b85Value = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i := 0; i < len(b85Digits); i++ {
+		t[b85Digits[i]] = int8(i)
+	}
+	return t
+}()
+
+// decodeB85 is base85 (RFC 1924's digits), when w is that and holds text.
+func decodeB85(w string) (string, bool) {
+	if len(w)%5 == 1 {
+		return "", false
+	}
+	out := make([]byte, 0, 4*len(w)/5+4)
+	for i := 0; i < len(w); i += 5 {
+		g := w[i:min(i+5, len(w))]
+		var v uint64
+		for k := 0; k < 5; k++ {
+			d := int8(84) // a short group is padded with the last digit
+			if k < len(g) {
+				if d = b85Value[g[k]]; d < 0 {
+					return "", false
+				}
+			}
+			v = v*85 + uint64(d)
+		}
+		if v > 0xffffffff {
+			return "", false
+		}
+		out = append(out, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+		if len(g) < 5 {
+			out = out[:len(out)-(5-len(g))]
+		}
+	}
+	if len(out) < 12 || !textual(out) {
+		return "", false
+	}
+	return string(out), true
+}
