@@ -46,11 +46,15 @@ func oddWords(s string) (ascii, b85, rot string, ok bool) {
 					r = append(r, t)
 				}
 			}
-			if d, ok := decodeB85(w); ok {
-				b = append(b, d)
+			if startsText85(w, func(c byte) int { return int(b85Value[c]) }) {
+				if d, ok := decodeB85(w); ok {
+					b = append(b, d)
+				}
 			}
-			if d, ok := decodeA85(strings.TrimSuffix(strings.TrimPrefix(w, "<~"), "~>")); ok {
-				a = append(a, d)
+			if w := strings.TrimSuffix(strings.TrimPrefix(w, "<~"), "~>"); startsText85(w, func(c byte) int { return int(c) - '!' }) {
+				if d, ok := decodeA85(w); ok {
+					a = append(a, d)
+				}
 			}
 		}
 	}
@@ -88,6 +92,19 @@ func hasTokenPrefix(t string) bool {
 		}
 	}
 	return false
+}
+
+// startsText85 reports whether w, read as base85 whose digits digit
+// gives, may start with ASCII text: the first digit of each of its first
+// four groups is 40 or less (0x7f7f7f7f / 85^4). Most words are not, and
+// are not decoded.
+func startsText85(w string, digit func(byte) int) bool {
+	for i := 0; i < len(w) && i < 20; i += 5 {
+		if d := digit(w[i]); d < 0 || d > 40 {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeA85 is ascii85 (Adobe's, btoa's, Python's a85encode), when w is
