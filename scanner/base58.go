@@ -9,16 +9,19 @@ import (
 
 const base58Alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
-// base58Index maps an ASCII byte to its base58 digit, -1 when it is none.
-var base58Index = func() (t [128]int8) {
+// base58Index maps a byte to its base58 digit, -1 when it is none.
+var base58Index = digitValues(base58Alphabet)
+
+// digitValues maps each byte to its digit in alphabet, -1 for none.
+func digitValues(alphabet string) (t [256]int8) {
 	for i := range t {
 		t[i] = -1
 	}
-	for i := 0; i < len(base58Alphabet); i++ {
-		t[base58Alphabet[i]] = int8(i)
+	for i := 0; i < len(alphabet); i++ {
+		t[alphabet[i]] = int8(i)
 	}
 	return t
-}()
+}
 
 // base58Check decodes Bitcoin's base58check: the payload (version byte(s)
 // included) when the trailing four bytes are its double-SHA-256 checksum.

@@ -122,15 +122,7 @@ func decodeA85(w string) (string, bool) {
 // write it.
 const b85Digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~"
 
-var b85Value = func() (t [256]int8) {
-	for i := range t {
-		t[i] = -1
-	}
-	for i := 0; i < len(b85Digits); i++ {
-		t[b85Digits[i]] = int8(i)
-	}
-	return t
-}()
+var b85Value = digitValues(b85Digits)
 
 // decodeB85 is base85 (RFC 1924's digits), when w is that and holds text.
 func decodeB85(w string) (string, bool) {
