@@ -24,27 +24,34 @@ const minOddWord = 20
 
 // oddWords reads the values of s (a URL's query lines "k=v", or a header's
 // "Name: value") word by word, and a word of minOddWord bytes or more as
-// base85 or ascii85 when that decodes to text (the text of a token's
-// uppercase letters and digits may be written in base64's digits alone),
-// and as ROT47 when it holds punctuation that neither URLs nor base64 use
-// (oddPunct) and ROT47 shows a provider's token prefix; the readings one
-// per line, ok false for none.
+// base85 or ascii85 when that decodes to text, and as ROT47 when it holds
+// a provider's token prefix in ROT47 and punctuation that URLs and base64
+// do not use (oddPunct); the readings one per line, ok false for none.
 func oddWords(s string) (ascii, b85, rot string, ok bool) {
 	var a, b, r []string
-	for line := range strings.SplitSeq(s, "\n") {
+	for len(s) > 0 {
+		line, rest, _ := strings.Cut(s, "\n")
+		s = rest
 		if _, v, found := strings.Cut(line, ": "); found {
 			line = v
 		} else if _, v, found := strings.Cut(line, "="); found {
 			line = v
 		}
-		for w := range strings.FieldsSeq(line) {
+		for i := 0; i < len(line); {
+			for i < len(line) && isSpaceByte(line[i]) {
+				i++
+			}
+			j := i
+			for j < len(line) && !isSpaceByte(line[j]) {
+				j++
+			}
+			w := line[i:j]
+			i = j
 			if len(w) < minOddWord {
 				continue
 			}
-			if oddPunct(w) {
-				if t := rot47(w); hasTokenPrefix(t) {
-					r = append(r, t)
-				}
+			if oddPunct(w) && rot47Prefixes.in(w) {
+				r = append(r, rot47(w))
 			}
 			if startsText85(w, func(c byte) int { return int(b85Value[c]) }) {
 				if d, ok := decodeB85(w); ok {
@@ -61,13 +68,43 @@ func oddWords(s string) (ascii, b85, rot string, ok bool) {
 	return strings.Join(a, "\n"), strings.Join(b, "\n"), strings.Join(r, "\n"), len(a)+len(b)+len(r) > 0
 }
 
+func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
 // oddPunct reports whether w holds punctuation that URLs and base64 do
-// not use ('-', '_', '.', '/', '+', '=', '%', '~', ':' and '&' aside):
-// ROT47 turns a token's letters into such (k to '<', P to '!').
+// not use ('-', '_', '.', '/', '+', '=', '%', '~', ':' and '&' aside), as
+// a token in ROT47 does (k turns to '<', P to '!'): a word of letters and
+// digits alone that holds "970" ("hf_" in ROT47) is an id, not a token.
 func oddPunct(w string) bool {
 	for i := 0; i < len(w); i++ {
 		if c := w[i]; c >= '!' && c <= '~' && !isAlnum(c) && strings.IndexByte("-_./+=%~:&", c) < 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// rot47Prefixes are the providers' token prefixes in ROT47, by their first
+// byte: a word that holds one holds a token in ROT47.
+var rot47Prefixes = newInfixSet(mapWords(tokenPrefixes, rot47))
+
+// infixSet finds whether a text holds one of a set of words, looking only
+// at the bytes a word starts with.
+type infixSet [256][]string
+
+func newInfixSet(words []string) *infixSet {
+	x := &infixSet{}
+	for _, w := range words {
+		x[w[0]] = append(x[w[0]], w)
+	}
+	return x
+}
+
+func (x *infixSet) in(t string) bool {
+	for i := 0; i < len(t); i++ {
+		for _, w := range x[t[i]] {
+			if strings.HasPrefix(t[i:], w) {
+				return true
+			}
 		}
 	}
 	return false
@@ -82,16 +119,6 @@ func rot47(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// hasTokenPrefix reports whether t holds a provider's token prefix.
-func hasTokenPrefix(t string) bool {
-	for _, p := range tokenPrefixes {
-		if strings.Contains(t, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // startsText85 reports whether w, read as base85 whose digits digit
