@@ -271,6 +271,38 @@ func TestXZDictionaryLimit(t *testing.T) {
 	}
 }
 
+// A stream of many blocks whose headers state their sizes (xz -T) is read
+// block header by block header: a later block that asks for 4 GiB is
+// refused though the first asks for xz's usual 8 MiB.
+func TestXZDictionaryLimitLaterBlock(t *testing.T) {
+	text := strings.Repeat("the agent writes a patch and runs the tests again. ", 400)
+	b, err := exec.Command("sh", "-c", "printf '%s' \"$0\" | xz -c -T2 --block-size=4096", text).Output()
+	if err != nil {
+		t.Skipf("xz not run (%v)", err)
+	}
+	if !xzDictsWithin(b, maxXZDict) {
+		t.Fatal("xz -T's own stream refused")
+	}
+	// Every LZMA2 filter after the first block's header asks for 4 GiB (a
+	// match inside compressed data changes nothing the walk reads); the
+	// headers' CRCs are not what the walk checks.
+	first := 12 + (int(b[12])+1)*4
+	patched := bytes.Clone(b)
+	n := 0
+	for i := first; i+2 < len(patched); i++ {
+		if patched[i] == 0x21 && patched[i+1] == 0x01 && patched[i+2] <= 40 {
+			patched[i+2] = 40
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no later block header in xz -T's stream")
+	}
+	if xzDictsWithin(patched, maxXZDict) {
+		t.Error("a later block asking for 4 GiB was let through")
+	}
+}
+
 // zipOf is a zip archive of the files, deflated.
 func zipOf(t *testing.T, files map[string]string) []byte {
 	var buf bytes.Buffer
